@@ -1,0 +1,25 @@
+from cs336_basics.nn import functional
+from cs336_basics.nn.ffn_width import ffn_hidden_dim
+from cs336_basics.nn.modules import (
+    Embedding,
+    FFNBlock,
+    FFNBlockConfig,
+    LayerNorm,
+    Linear,
+    PositionWiseFFN,
+    RMSNorm,
+    SwiGLUFFN,
+)
+
+__all__ = [
+    "Embedding",
+    "FFNBlock",
+    "FFNBlockConfig",
+    "LayerNorm",
+    "Linear",
+    "PositionWiseFFN",
+    "RMSNorm",
+    "SwiGLUFFN",
+    "ffn_hidden_dim",
+    "functional",
+]

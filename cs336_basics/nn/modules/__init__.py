@@ -1,0 +1,9 @@
+from cs336_basics.nn.modules.embedding import Embedding
+from cs336_basics.nn.modules.ffn_block import FFNBlock, FFNBlockConfig
+from cs336_basics.nn.modules.layernorm import LayerNorm
+from cs336_basics.nn.modules.linear import Linear
+from cs336_basics.nn.modules.positionwise_ffn import PositionWiseFFN
+from cs336_basics.nn.modules.rmsnorm import RMSNorm
+from cs336_basics.nn.modules.swiglu import SwiGLUFFN
+
+__all__ = ["Embedding", "FFNBlock", "FFNBlockConfig", "LayerNorm", "Linear", "PositionWiseFFN", "RMSNorm", "SwiGLUFFN"]

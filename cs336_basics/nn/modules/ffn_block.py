@@ -1,0 +1,69 @@
+"""The pre-norm residual feed-forward sub-block of a decoder layer: x + FFN(Norm(x)).
+
+Seed 000 builds it for Llama-4 (RMSNorm + SwiGLU), seed 001 for the original transformer
+shape (LayerNorm + GELU FFN); both are one config away. Attribute names follow Meta's
+Llama (`ffn_norm`, `feed_forward`), so state dict keys read `ffn_norm.weight`,
+`feed_forward.w1.weight`, ...
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from jaxtyping import Float
+from torch import Tensor, nn
+
+from cs336_basics.nn import functional as F
+from cs336_basics.nn._checks import check_positive
+from cs336_basics.nn.modules.layernorm import LayerNorm
+from cs336_basics.nn.modules.positionwise_ffn import PositionWiseFFN
+from cs336_basics.nn.modules.rmsnorm import RMSNorm
+from cs336_basics.nn.modules.swiglu import SwiGLUFFN
+
+NORMS = ("rmsnorm", "layernorm")
+FFNS = ("swiglu", "positionwise")
+
+
+@dataclass
+class FFNBlockConfig:
+    d_model: int
+    d_ff: int | None = None  # None: the 8/3 rule, multiple of 64 (swiglu only)
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    ffn: Literal["swiglu", "positionwise"] = "swiglu"
+    activation: str = "silu"  # the gate's nonlinearity (swiglu) or the hidden one (positionwise)
+    eps: float = 1e-5
+    bias: bool = False  # biases in the positionwise FFN and the LayerNorm
+
+    def __post_init__(self):
+        check_positive("d_model", self.d_model)
+        if self.d_ff is not None:
+            check_positive("d_ff", self.d_ff)
+        elif self.ffn != "swiglu":
+            raise ValueError(f"d_ff=None (the 8/3 rule) is for ffn='swiglu'; ffn={self.ffn!r} needs a d_ff")
+        check_positive("eps", self.eps)
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; valid names are {list(NORMS)}")
+        if self.ffn not in FFNS:
+            raise ValueError(f"unknown ffn {self.ffn!r}; valid names are {list(FFNS)}")
+        F.get_activation(self.activation)
+
+
+class FFNBlock(nn.Module):
+    """x + FFN(Norm(x)), configured by an FFNBlockConfig."""
+
+    def __init__(self, config: FFNBlockConfig, device=None, dtype=None):
+        super().__init__()
+        self.config = config
+        c, factory = config, dict(device=device, dtype=dtype)
+        if c.norm == "rmsnorm":
+            self.ffn_norm = RMSNorm(c.d_model, eps=c.eps, **factory)
+        else:
+            self.ffn_norm = LayerNorm(c.d_model, eps=c.eps, bias=c.bias, **factory)
+        if c.ffn == "swiglu":
+            self.feed_forward = SwiGLUFFN(c.d_model, c.d_ff, activation=c.activation, **factory)
+        else:
+            self.feed_forward = PositionWiseFFN(c.d_model, c.d_ff, activation=c.activation, bias=c.bias, **factory)
+
+    def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
+        # BEGIN SOLUTION
+        return x + self.feed_forward(self.ffn_norm(x))
+        # END SOLUTION

@@ -1,0 +1,37 @@
+import torch
+from jaxtyping import Float
+from torch import Tensor, nn
+
+from cs336_basics.nn import functional as F
+from cs336_basics.nn._checks import check_positive
+from cs336_basics.nn.modules.linear import Linear
+
+
+class PositionWiseFFN(nn.Module):
+    """act(x W1^T + b1) W2^T + b2, the original transformer FFN (seed 001 uses GELU).
+    State dict keys: w1.weight (d_ff, d_model), b1 (d_ff), w2.weight (d_model, d_ff), b2 (d_model);
+    biases start at zero and are absent when bias=False."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        check_positive("d_model", d_model)
+        check_positive("d_ff", d_ff)
+        F.get_activation(activation)  # fail now on an unknown name, not at the first forward
+        self.d_model = d_model
+        self.d_ff = d_ff
+        self.activation = activation
+        # BEGIN SOLUTION
+        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
+        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
+        if bias:
+            self.b1 = nn.Parameter(torch.zeros(d_ff, device=device, dtype=dtype))
+            self.b2 = nn.Parameter(torch.zeros(d_model, device=device, dtype=dtype))
+        else:
+            self.register_parameter("b1", None)
+            self.register_parameter("b2", None)
+        # END SOLUTION
+
+    def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
+        # BEGIN SOLUTION
+        return F.positionwise_ffn(x, self.w1.weight, self.b1, self.w2.weight, self.b2, self.activation)
+        # END SOLUTION
