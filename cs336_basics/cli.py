@@ -1,0 +1,25 @@
+"""`cs336`: the course's command line. `status` is for everyone; the staff commands
+(fixtures, handout, grade, ...) exist only where cs336_basics.staff is present."""
+
+import argparse
+import sys
+
+from cs336_basics import status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cs336", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    status.add_command(commands)
+    try:
+        from cs336_basics.staff import commands as staff_commands
+    except ImportError:
+        staff_commands = None
+    if staff_commands is not None:
+        staff_commands.add_commands(commands)
+    args = parser.parse_args(argv)
+    return args.run(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The fixture file format, read and written in one place.
+
+A fixture is one safetensors file `<name>.safetensors` holding:
+  - `expected`: the reference output, computed in float64 and stored as float32;
+  - `in/<arg>` for each tensor argument of the adapter, `in/<arg>/<key>` for a dict of tensors;
+  - metadata: `adapter` (the run_* function), `component`, `scalars` (JSON of the non-tensor
+    arguments) and `out_dtype` (the dtype the output must have: the inputs' dtype).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, safe_open, save_file
+
+FIXTURES_DIR = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@dataclass
+class Fixture:
+    name: str
+    component: str
+    adapter: str
+    kwargs: dict  # the adapter's arguments: tensors, dicts of tensors and scalars
+    expected: torch.Tensor
+    out_dtype: torch.dtype
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def save_fixture(fixture: Fixture, directory: Path) -> Path:
+    tensors = {"expected": fixture.expected.contiguous()}
+    scalars = {}
+    for arg, value in fixture.kwargs.items():
+        if isinstance(value, torch.Tensor):
+            tensors[f"in/{arg}"] = value.contiguous()
+        elif isinstance(value, dict):
+            tensors.update({f"in/{arg}/{key}": t.contiguous() for key, t in value.items()})
+        else:
+            scalars[arg] = value
+    metadata = {
+        "adapter": fixture.adapter,
+        "component": fixture.component,
+        "scalars": json.dumps(scalars, sort_keys=True),
+        "out_dtype": _dtype_name(fixture.out_dtype),
+    }
+    path = Path(directory) / f"{fixture.name}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata=metadata)
+    return path
+
+
+def load_fixture(name: str, directory: Path = FIXTURES_DIR) -> Fixture:
+    path = Path(directory) / f"{name}.safetensors"
+    if not path.exists():
+        raise FileNotFoundError(f"no fixture {name!r} at {path}; regenerate fixtures (see README)")
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata()
+    tensors = load_file(str(path))
+    kwargs: dict = json.loads(metadata["scalars"])
+    for key, tensor in tensors.items():
+        if key == "expected":
+            continue
+        _, arg, *rest = key.split("/", 2)
+        if rest:
+            kwargs.setdefault(arg, {})[rest[0]] = tensor
+        else:
+            kwargs[arg] = tensor
+    return Fixture(
+        name=name,
+        component=metadata["component"],
+        adapter=metadata["adapter"],
+        kwargs=kwargs,
+        expected=tensors["expected"],
+        out_dtype=getattr(torch, metadata["out_dtype"]),
+    )

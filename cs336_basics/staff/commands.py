@@ -1,0 +1,21 @@
+"""Staff subcommands of `cs336`."""
+
+import sys
+
+
+def _fixtures(args) -> int:
+    from cs336_basics.staff import make_fixtures
+
+    if args.check:
+        bad = make_fixtures.drifted() + [str(p) for p in make_fixtures.stale_files()]
+        print("fixtures are current" if not bad else "drifted: " + ", ".join(bad))
+        return 1 if bad else 0
+    for path in make_fixtures.write_all():
+        print(path.relative_to(make_fixtures.FIXTURES_DIR.parent))
+    return 0
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("fixtures", help="(staff) regenerate fixtures/ and hidden_fixtures/ from fixed seeds")
+    p.add_argument("--check", action="store_true", help="compare the stored files with what the generator makes; write nothing")
+    p.set_defaults(run=_fixtures)

@@ -1,0 +1,102 @@
+"""`cs336 status`: run the tests and print, per component, tests passed / total and the
+largest error against its stored fixtures."""
+
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class ComponentStatus:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    max_scaled_err: float | None = None
+    max_abs_err: float | None = None
+    first_failure: str = ""
+    failures: list = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed
+
+
+def component_of(classname: str) -> str:
+    """tests.test_swiglu -> swiglu (one component per test file)."""
+    module = classname.split(".")[-1] if classname else "?"
+    return module.removeprefix("test_")
+
+
+def parse_junit(path: Path) -> dict[str, ComponentStatus]:
+    table: dict[str, ComponentStatus] = defaultdict(ComponentStatus)
+    for case in ET.parse(path).getroot().iter("testcase"):
+        row = table[component_of(case.get("classname", ""))]
+        if case.find("skipped") is not None:
+            row.skipped += 1
+            continue
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is None:
+            row.passed += 1
+        else:
+            row.failed += 1
+            row.failures.append(case.get("name"))
+            if not row.first_failure:
+                row.first_failure = (problem.get("message") or "").splitlines()[0][:100] if problem.get("message") else ""
+        for prop in case.iter("property"):
+            name, value = prop.get("name"), prop.get("value")
+            if name in ("max_scaled_err", "max_abs_err") and value not in (None, "nan"):
+                current = getattr(row, name)
+                setattr(row, name, max(float(value), current) if current is not None else float(value))
+    return dict(table)
+
+
+def run_tests(test_dir: Path, extra: list[str]) -> dict[str, ComponentStatus]:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.xml"
+        cmd = [sys.executable, "-m", "pytest", str(test_dir), "-q", "-p", "no:cacheprovider",
+               f"--junitxml={report}", "-o", "junit_family=xunit1", *extra]
+        subprocess.run(cmd, cwd=test_dir.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not report.exists():
+            raise SystemExit("pytest did not produce a report; run `uv run pytest` to see why")
+        return parse_junit(report)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1e}"
+
+
+def format_table(table: dict[str, ComponentStatus]) -> str:
+    lines = [f"{'component':<22} {'passed':>9}  {'max abs err':>11}  {'max scaled err':>14}  first failure"]
+    for name in sorted(table):
+        row = table[name]
+        mark = "ok " if row.failed == 0 else "FAIL"
+        lines.append(
+            f"{name:<22} {row.passed:>4}/{row.total:<4}  {_fmt(row.max_abs_err):>11}  {_fmt(row.max_scaled_err):>14}  "
+            f"{mark if row.failed == 0 else row.first_failure or mark}"
+        )
+    passed = sum(r.passed for r in table.values())
+    total = sum(r.total for r in table.values())
+    lines.append(f"{'all':<22} {passed:>4}/{total:<4}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    table = run_tests(REPO / "tests", args.pytest_args)
+    print(format_table(table))
+    print("\nerrors are against the stored fixtures; scaled error = |a-e| / (|e| + rms(e)). "
+          "Details: uv run pytest -k <component>")
+    return 0 if all(r.failed == 0 for r in table.values()) else 1
+
+
+def add_command(commands) -> None:
+    p = commands.add_parser("status", help="per-component table: tests passed/total, max error against the fixtures")
+    p.add_argument("pytest_args", nargs="*", help="extra arguments for pytest, e.g. -k swiglu")
+    p.set_defaults(run=run)

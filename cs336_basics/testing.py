@@ -1,0 +1,70 @@
+"""How an output is compared with a stored expected tensor, and how a mismatch is explained.
+
+Error metric, one number per element: |actual - expected| / (|expected| + scale), where
+scale = RMS(expected). It is a relative error where the output is large and an error relative
+to the output's typical size where it is near zero, so one tolerance per case serves both.
+Tolerances are measured floors times a margin; see tests/README.md.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    message: str
+    max_abs_err: float = float("nan")
+    max_scaled_err: float = float("nan")
+
+
+def scaled_error(actual: Tensor, expected: Tensor) -> Tensor:
+    """|a - e| / (|e| + RMS(e)), elementwise, in float64; NaN where a and e disagree on NaN/inf."""
+    a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
+    finite = torch.isfinite(e)
+    scale = e[finite].pow(2).mean().sqrt() if finite.any() else torch.tensor(1.0, dtype=torch.float64)
+    scale = scale if scale > 0 else torch.tensor(1.0, dtype=torch.float64)
+    err = (a - e).abs() / (e.abs() + scale)
+    same_special = (~finite) & ((a == e) | (a.isnan() & e.isnan()))  # identical inf/NaN entries agree
+    err = torch.where(same_special, torch.zeros_like(err), err)
+    return torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
+
+
+def compare(actual, expected: Tensor, tol: float, out_dtype: torch.dtype | None = None) -> Comparison:
+    """Shape and dtype first, then the largest errors, where they are and how many exceed tol."""
+    if not isinstance(actual, Tensor):
+        return Comparison(False, f"expected a torch.Tensor, got {type(actual).__name__}")
+    if tuple(actual.shape) != tuple(expected.shape):
+        return Comparison(False, f"shape mismatch: got {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+    if out_dtype is not None and actual.dtype != out_dtype:
+        return Comparison(False, f"dtype mismatch: got {actual.dtype}, expected {out_dtype} (the inputs' dtype)")
+    err = scaled_error(actual, expected)
+    abs_err = (actual.detach().double().cpu() - expected.double()).abs().nan_to_num(nan=float("inf"))
+    max_abs = float(abs_err.max()) if abs_err.numel() else 0.0
+    max_err = float(err.max()) if err.numel() else 0.0
+    bad = err > tol
+    if not bad.any():
+        return Comparison(True, "ok", max_abs, max_err)
+    worst = tuple(int(i) for i in torch.unravel_index(err.argmax(), err.shape))
+    n_bad, n = int(bad.sum()), err.numel()
+    message = (
+        f"{n_bad} of {n} elements ({100 * n_bad / n:.1f}%) are off by more than the tolerance {tol:.1e}\n"
+        f"  max abs error {max_abs:.3e}, max scaled error {max_err:.3e} (|a-e| / (|e| + rms(e)))\n"
+        f"  worst at index {worst}: got {float(actual.detach()[worst]):.6g}, expected {float(expected[worst]):.6g}"
+    )
+    return Comparison(False, message, max_abs, max_err)
+
+
+# Tolerance policy (tests/README.md): tol = MARGIN x max(measured floor, unit roundoff of the dtype).
+# The floor is the larger scaled error, against the float64 truth, of this reference and of the
+# PyTorch built-in run in the same dtype; never below half an ulp, which any correct
+# implementation may differ by.
+UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float64: 2.0**-53}
+MARGIN = {torch.float32: 10.0, torch.float64: 10.0, torch.float16: 4.0, torch.bfloat16: 4.0}
+
+
+def tolerance(floor: float, dtype: torch.dtype = torch.float32) -> float:
+    """MARGIN[dtype] x max(floor, unit roundoff of dtype)."""
+    return MARGIN[dtype] * max(floor, UNIT_ROUNDOFF[dtype])

@@ -1,0 +1,138 @@
+"""Adapters: the `run_*` functions the tests call, with the names and parameters of Stanford
+CS336 assignment 1 (v1.0.2), each wired to this package in a line or two. Each builds the
+module in the weights' dtype and device, loads the given weights through `load_state_dict`
+(strict: a missing, extra or misshapen key raises), and calls it.
+"""
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from cs336_basics.nn import functional as F
+from cs336_basics.nn.modules import (
+    Embedding,
+    FFNBlock,
+    FFNBlockConfig,
+    LayerNorm,
+    Linear,
+    PositionWiseFFN,
+    RMSNorm,
+    SwiGLUFFN,
+)
+
+
+def _loaded(module: torch.nn.Module, state_dict: dict[str, Tensor]) -> torch.nn.Module:
+    """`module` with exactly `state_dict` loaded; a missing or extra key raises a ValueError naming it."""
+    expected, given = set(module.state_dict()), set(state_dict)
+    if expected != given:
+        raise ValueError(
+            f"{type(module).__name__} expects weights {sorted(expected)}, got {sorted(given)} "
+            f"(missing {sorted(expected - given)}, unexpected {sorted(given - expected)})"
+        )
+    for key, value in state_dict.items():
+        want = tuple(module.state_dict()[key].shape)
+        if tuple(value.shape) != want:
+            raise ValueError(f"{type(module).__name__} weight {key!r} must have shape {want}, got {tuple(value.shape)}")
+    module.load_state_dict(state_dict, strict=True)
+    return module
+
+
+def _like(t: Tensor) -> dict:
+    return dict(device=t.device, dtype=t.dtype)
+
+
+def run_linear(
+    d_in: int,
+    d_out: int,
+    weights: Float[Tensor, " d_out d_in"],
+    in_features: Float[Tensor, " ... d_in"],
+) -> Float[Tensor, " ... d_out"]:
+    return _loaded(Linear(d_in, d_out, **_like(weights)), {"weight": weights})(in_features)
+
+
+def run_embedding(
+    vocab_size: int,
+    d_model: int,
+    weights: Float[Tensor, " vocab_size d_model"],
+    token_ids: Int[Tensor, " ..."],
+) -> Float[Tensor, " ... d_model"]:
+    return _loaded(Embedding(vocab_size, d_model, **_like(weights)), {"weight": weights})(token_ids)
+
+
+def run_swiglu(
+    d_model: int,
+    d_ff: int,
+    w1_weight: Float[Tensor, " d_ff d_model"],
+    w2_weight: Float[Tensor, " d_model d_ff"],
+    w3_weight: Float[Tensor, " d_ff d_model"],
+    in_features: Float[Tensor, " ... d_model"],
+) -> Float[Tensor, " ... d_model"]:
+    weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
+    return _loaded(SwiGLUFFN(d_model, d_ff, **_like(w1_weight)), weights)(in_features)
+
+
+def run_rmsnorm(
+    d_model: int,
+    eps: float,
+    weights: Float[Tensor, " d_model"],
+    in_features: Float[Tensor, " ... d_model"],
+) -> Float[Tensor, " ... d_model"]:
+    return _loaded(RMSNorm(d_model, eps=eps, **_like(weights)), {"weight": weights})(in_features)
+
+
+def run_silu(in_features: Float[Tensor, " ..."]) -> Float[Tensor, " ..."]:
+    return F.silu(in_features)
+
+
+def run_softmax(in_features: Float[Tensor, " ..."], dim: int) -> Float[Tensor, " ..."]:
+    return F.softmax(in_features, dim=dim)
+
+
+# Beyond CS336 v1.0.2: the rest of this package's components.
+
+
+def run_gelu(in_features: Float[Tensor, " ..."], approximate: str = "none") -> Float[Tensor, " ..."]:
+    return F.gelu(in_features, approximate=approximate)
+
+
+def run_layernorm(
+    d_model: int,
+    eps: float,
+    weights: Float[Tensor, " d_model"],
+    biases: Float[Tensor, " d_model"],
+    in_features: Float[Tensor, " ... d_model"],
+) -> Float[Tensor, " ... d_model"]:
+    module = LayerNorm(d_model, eps=eps, bias=True, **_like(weights))
+    return _loaded(module, {"weight": weights, "bias": biases})(in_features)
+
+
+def run_positionwise_feedforward(
+    d_model: int,
+    d_ff: int,
+    w1_weight: Float[Tensor, " d_ff d_model"],
+    b1: Float[Tensor, " d_ff"],
+    w2_weight: Float[Tensor, " d_model d_ff"],
+    b2: Float[Tensor, " d_model"],
+    in_features: Float[Tensor, " ... d_model"],
+    activation: str = "gelu",
+) -> Float[Tensor, " ... d_model"]:
+    module = PositionWiseFFN(d_model, d_ff, activation=activation, bias=True, **_like(w1_weight))
+    weights = {"w1.weight": w1_weight, "b1": b1, "w2.weight": w2_weight, "b2": b2}
+    return _loaded(module, weights)(in_features)
+
+
+def run_ffn_block(
+    d_model: int,
+    d_ff: int,
+    weights: dict[str, Tensor],
+    in_features: Float[Tensor, " ... d_model"],
+    norm: str = "rmsnorm",
+    ffn: str = "swiglu",
+    activation: str = "silu",
+    eps: float = 1e-5,
+    bias: bool = False,
+) -> Float[Tensor, " ... d_model"]:
+    """x + FFN(Norm(x)); `weights` uses the block's state dict keys (`ffn_norm.weight`,
+    `feed_forward.w1.weight`, ...)."""
+    config = FFNBlockConfig(d_model, d_ff, norm=norm, ffn=ffn, activation=activation, eps=eps, bias=bias)
+    return _loaded(FFNBlock(config, **_like(in_features)), weights)(in_features)

@@ -1,0 +1,18 @@
+import pytest
+import torch
+
+from cs336_basics.nn import functional as F
+
+
+def test_activation_registry_names_the_four_activations():
+    assert sorted(F.ACTIVATIONS) == ["gelu", "gelu_tanh", "relu", "silu"]
+
+
+def test_activation_registry_returns_the_named_kernel():
+    x = torch.linspace(-3, 3, 7)
+    assert torch.equal(F.get_activation("gelu_tanh")(x), F.gelu(x, approximate="tanh"))
+
+
+def test_activation_registry_unknown_name_lists_valid_names():
+    with pytest.raises(ValueError, match=r"unknown activation 'swish'; valid names are \['gelu', 'gelu_tanh', 'relu', 'silu'\]"):
+        F.get_activation("swish")

@@ -1,0 +1,46 @@
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from cs336_basics.nn import Embedding
+from cs336_basics.nn import functional as F
+
+from ._helpers import rand
+from .adapters import run_embedding
+
+# A lookup does no arithmetic: the floor is 0 and the output must be exact.
+TOL = {"embedding": 0.0}
+
+
+@pytest.mark.parametrize("case", TOL)
+def test_embedding_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_embedding(**fx.kwargs), fx, TOL[case])
+
+
+@pytest.mark.parametrize("batch", [(), (7,), (2, 5), (2, 3, 4)], ids=["0d", "1d", "2d", "3d"])
+def test_embedding_kernel_matches_torch_builtin(batch):
+    weight = rand(50, 16, std=2.0, mean=-1.0)
+    ids = torch.randint(0, 50, batch, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(F.embedding(ids, weight), TF.embedding(ids, weight))
+
+
+def test_embedding_module_has_weight_vocab_by_d_model():
+    layer = Embedding(50, 16)
+    assert [(n, tuple(p.shape)) for n, p in layer.named_parameters()] == [("weight", (50, 16))]
+
+
+def test_embedding_state_dict_round_trip():
+    a, b = Embedding(50, 16), Embedding(50, 16)
+    b.load_state_dict(a.state_dict())
+    ids = torch.tensor([[0, 49, 7]])
+    assert torch.equal(a(ids), b(ids))
+
+
+def test_embedding_init_std_and_truncation():
+    torch.manual_seed(0)
+    w = Embedding(1000, 128).weight.detach().double()
+    # N(0, 1) cut at +-3 has std 0.98659; 5 standard errors of the sample std (1/sqrt(2n)) is 0.0099
+    assert abs(w.std().item() / 0.98659 - 1) < 5 / (2 * w.numel()) ** 0.5
+    assert abs(w.mean().item()) < 5 / w.numel() ** 0.5
+    assert w.abs().max().item() <= 3.0

@@ -1,0 +1,72 @@
+import pytest
+import torch
+
+from cs336_basics.nn import FFNBlock, FFNBlockConfig
+from cs336_basics.testing import tolerance
+
+from ._helpers import F64, assert_close, rand
+from .adapters import run_ffn_block
+from .oracles import ORACLES
+
+TOL = {
+    "ffn_block_rmsnorm_swiglu": tolerance(3.2e-7),
+    "ffn_block_layernorm_gelu": tolerance(3.8e-7),
+}
+
+
+@pytest.mark.parametrize("case", TOL)
+def test_ffn_block_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_ffn_block(**fx.kwargs), fx, TOL[case])
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        FFNBlockConfig(24, 40, norm="rmsnorm", ffn="swiglu", activation="silu"),
+        FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="gelu", bias=True),
+        FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="relu", bias=False),
+    ],
+    ids=["llama", "original", "nobias"],
+)
+def test_ffn_block_matches_torch_builtins(config):
+    torch.manual_seed(0)
+    block = FFNBlock(config, dtype=F64)
+    with torch.no_grad():
+        for p in block.parameters():
+            p.add_(0.1 * torch.randn_like(p))  # move norms' gains and biases off their init
+    x = rand(2, 3, 24, std=2.0, mean=0.5)
+    weights = {k: v.detach() for k, v in block.state_dict().items()}
+    expected = ORACLES["run_ffn_block"](24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias)
+    assert_close(block(x), expected, tolerance(3.5e-16, F64), "ffn block vs built-ins")
+
+
+def test_ffn_block_is_identity_plus_ffn_of_norm():
+    block = FFNBlock(FFNBlockConfig(24, 40))
+    x = rand(3, 24, dtype=torch.float32)
+    assert torch.equal(block(x), x + block.feed_forward(block.ffn_norm(x)))
+
+
+def test_ffn_block_state_dict_keys_follow_meta_names():
+    keys = set(FFNBlock(FFNBlockConfig(24)).state_dict())
+    assert keys == {"ffn_norm.weight", "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight"}
+
+
+def test_ffn_block_config_default_d_ff_uses_the_8_thirds_rule():
+    assert FFNBlock(FFNBlockConfig(64)).feed_forward.d_ff == 192
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(norm="batchnorm"), "unknown norm 'batchnorm'"),
+        (dict(ffn="moe"), "unknown ffn 'moe'"),
+        (dict(activation="swish"), "unknown activation 'swish'"),
+        (dict(eps=0.0), "eps must be > 0"),
+        (dict(d_ff=0), "d_ff must be > 0"),
+    ],
+    ids=["norm", "ffn", "activation", "eps", "d_ff"],
+)
+def test_ffn_block_config_rejects_bad_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        FFNBlockConfig(**{"d_model": 24, "d_ff": 40, **kwargs})

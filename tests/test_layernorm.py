@@ -1,0 +1,44 @@
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from cs336_basics.nn import LayerNorm
+from cs336_basics.nn import functional as F
+from cs336_basics.testing import tolerance
+
+from ._helpers import F64, assert_close, rand
+from .adapters import run_layernorm
+
+TOL = {
+    "layernorm": tolerance(4.2e-7),
+    "layernorm_bf16": tolerance(2.4e-3, torch.bfloat16),
+}
+
+
+@pytest.mark.parametrize("case", TOL)
+def test_layernorm_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_layernorm(**fx.kwargs), fx, TOL[case])
+
+
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "nobias"])
+@pytest.mark.parametrize("batch", [(), (5,), (2, 3, 4)], ids=["1d", "2d", "4d"])
+def test_layernorm_kernel_matches_torch_builtin(batch, with_bias):
+    x = rand(*batch, 24, std=3.0, mean=2.0, seed=1)
+    g, b = rand(24, std=0.5, mean=1.0, seed=2), (rand(24, seed=3) if with_bias else None)
+    expected = TF.layer_norm(x, (24,), g, b, 1e-5)
+    assert_close(F.layernorm(x, g, b, 1e-5), expected, tolerance(3.1e-16, F64), "layernorm vs F.layer_norm")
+
+
+def test_layernorm_module_parameters():
+    assert {n: tuple(p.shape) for n, p in LayerNorm(24).named_parameters()} == {"weight": (24,), "bias": (24,)}
+    assert {n for n, _ in LayerNorm(24, bias=False).named_parameters()} == {"weight"}
+
+
+def test_layernorm_state_dict_round_trip():
+    a, b = LayerNorm(24), LayerNorm(24)
+    with torch.no_grad():
+        a.bias.add_(rand(24, seed=3, dtype=torch.float32))
+    b.load_state_dict(a.state_dict())
+    x = rand(3, 24, dtype=torch.float32)
+    assert torch.equal(a(x), b(x))

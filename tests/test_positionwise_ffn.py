@@ -1,0 +1,41 @@
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from cs336_basics.nn import PositionWiseFFN
+from cs336_basics.nn import functional as F
+from cs336_basics.testing import tolerance
+
+from ._helpers import F64, assert_close, rand
+from .adapters import run_positionwise_feedforward
+
+TOL = {"positionwise_ffn": tolerance(6.8e-7)}
+
+
+@pytest.mark.parametrize("case", TOL)
+def test_positionwise_ffn_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_positionwise_feedforward(**fx.kwargs), fx, TOL[case])
+
+
+@pytest.mark.parametrize("batch", [(), (5,), (2, 3, 4)], ids=["1d", "2d", "4d"])
+def test_positionwise_ffn_kernel_matches_torch_builtin(batch):
+    x = rand(*batch, 24, std=2.0, mean=-0.3, seed=1)
+    w1, b1, w2, b2 = rand(40, 24, std=0.3, seed=2), rand(40, seed=3), rand(24, 40, std=0.3, seed=4), rand(24, seed=5)
+    expected = TF.linear(TF.gelu(TF.linear(x, w1, b1)), w2, b2)
+    assert_close(F.gelu_ffn(x, w1, b1, w2, b2), expected, tolerance(6.5e-16, F64), "positionwise ffn vs built-ins")
+
+
+def test_positionwise_ffn_module_state_dict_keys():
+    shapes = {k: tuple(v.shape) for k, v in PositionWiseFFN(24, 40).state_dict().items()}
+    assert shapes == {"w1.weight": (40, 24), "b1": (40,), "w2.weight": (24, 40), "b2": (24,)}
+    assert set(PositionWiseFFN(24, 40, bias=False).state_dict()) == {"w1.weight", "w2.weight"}
+
+
+def test_positionwise_ffn_state_dict_round_trip():
+    a, b = PositionWiseFFN(24, 40), PositionWiseFFN(24, 40)
+    with torch.no_grad():
+        a.b1.add_(1.0)
+    b.load_state_dict(a.state_dict())
+    x = rand(3, 24, dtype=torch.float32)
+    assert torch.equal(a(x), b(x))

@@ -1,0 +1,49 @@
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from cs336_basics.nn import RMSNorm
+from cs336_basics.nn import functional as F
+from cs336_basics.testing import tolerance
+
+from ._helpers import F64, assert_close, rand
+from .adapters import run_rmsnorm
+
+TOL = {
+    "rmsnorm": tolerance(1.3e-7),
+    "rmsnorm_small_scale": tolerance(1.4e-7),
+    "rmsnorm_custom_eps": tolerance(7.6e-8),
+    "rmsnorm_bf16": tolerance(2.8e-3, torch.bfloat16),
+    "rmsnorm_fp16_large": tolerance(3.3e-4, torch.float16),
+}
+
+
+@pytest.mark.parametrize("case", TOL)
+def test_rmsnorm_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_rmsnorm(**fx.kwargs), fx, TOL[case])
+
+
+@pytest.mark.parametrize("eps", [1e-5, 0.3])
+@pytest.mark.parametrize("batch", [(), (5,), (2, 3, 4)], ids=["1d", "2d", "4d"])
+def test_rmsnorm_kernel_matches_torch_builtin(batch, eps):
+    x = rand(*batch, 24, std=3.0, mean=0.5, seed=1)
+    g = rand(24, std=0.5, mean=1.0, seed=2)
+    expected = TF.rms_norm(x, (24,), g, eps)
+    assert_close(F.rmsnorm(x, g, eps), expected, tolerance(0.0, F64), "rmsnorm vs F.rms_norm")
+
+
+def test_rmsnorm_module_has_unit_gain():
+    norm = RMSNorm(24, eps=1e-6)
+    assert [(n, tuple(p.shape)) for n, p in norm.named_parameters()] == [("weight", (24,))]
+    assert torch.equal(norm.weight.detach(), torch.ones(24))
+    assert norm.eps == 1e-6
+
+
+def test_rmsnorm_state_dict_round_trip():
+    a, b = RMSNorm(24), RMSNorm(24)
+    with torch.no_grad():
+        a.weight.mul_(rand(24, seed=3, dtype=torch.float32))
+    b.load_state_dict(a.state_dict())
+    x = rand(3, 24, dtype=torch.float32)
+    assert torch.equal(a(x), b(x))

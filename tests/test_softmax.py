@@ -1,0 +1,52 @@
+import pytest
+import torch
+import torch.nn.functional as TF
+
+from cs336_basics.nn import functional as F
+from cs336_basics.testing import tolerance
+
+from ._helpers import F64, assert_close, rand
+from .adapters import run_softmax
+
+TOL = {
+    "softmax": tolerance(1.6e-7),
+    "softmax_dim0": tolerance(1.1e-7),
+    "softmax_large_logits": tolerance(0.0),
+    "softmax_masked": tolerance(9.3e-8),
+}
+
+
+@pytest.mark.parametrize("case", TOL)
+def test_softmax_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_softmax(**fx.kwargs), fx, TOL[case])
+
+
+@pytest.mark.parametrize(
+    "batch, dim",
+    [((9,), 0), ((3, 5), 0), ((3, 5), -1), ((2, 3, 4, 5), 1), ((2, 3, 4, 5), -1)],
+    ids=["1d", "2d-dim0", "2d-last", "4d-dim1", "4d-last"],
+)
+def test_softmax_kernel_matches_torch_builtin(batch, dim):
+    x = rand(*batch, std=5.0, mean=3.0)
+    assert_close(F.softmax(x, dim), TF.softmax(x, dim=dim), tolerance(3.5e-16, F64), "softmax vs F.softmax")
+
+
+def test_softmax_of_huge_logits_is_finite_and_sums_to_one():
+    x = torch.tensor([[1e4, -1e4, 0.0], [1e4, 1e4, 1e4]])
+    out = F.softmax(x, dim=-1)
+    assert torch.isfinite(out).all()
+    assert torch.allclose(out, torch.tensor([[1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]]))
+
+
+def test_softmax_row_with_one_unmasked_entry_puts_all_mass_there():
+    inf = float("inf")
+    out = F.softmax(torch.tensor([[-inf, 2.5, -inf, -inf]]), dim=-1)
+    assert torch.equal(out, torch.tensor([[0.0, 1.0, 0.0, 0.0]]))
+
+
+def test_softmax_fully_masked_row_returns_zeros():
+    """Our definition (torch.softmax gives NaN there): a row with nothing to attend to gets no mass."""
+    inf = float("inf")
+    out = F.softmax(torch.tensor([[-inf, -inf, -inf], [0.0, 0.0, -inf]]), dim=-1)
+    assert torch.equal(out, torch.tensor([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0]]))
