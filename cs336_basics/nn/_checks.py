@@ -37,7 +37,7 @@ def check_same_dtype(name: str, tensor: torch.Tensor, other_name: str, other: to
         )
 
 
-def check_positive(name: str, value: float) -> None:
+def check_positive(name: str, value: int | float) -> None:
     if not value > 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
 

@@ -7,7 +7,6 @@ Llama (`ffn_norm`, `feed_forward`), so state dict keys read `ffn_norm.weight`,
 """
 
 from dataclasses import dataclass
-from typing import Literal
 
 from jaxtyping import Float
 from torch import Tensor, nn
@@ -27,8 +26,8 @@ FFNS = ("swiglu", "positionwise")
 class FFNBlockConfig:
     d_model: int
     d_ff: int | None = None  # None: the 8/3 rule, multiple of 64 (swiglu only)
-    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
-    ffn: Literal["swiglu", "positionwise"] = "swiglu"
+    norm: str = "rmsnorm"  # one of NORMS
+    ffn: str = "swiglu"  # one of FFNS
     activation: str = "silu"  # the gate's nonlinearity (swiglu) or the hidden one (positionwise)
     eps: float = 1e-5
     bias: bool = False  # biases in the positionwise FFN and the LayerNorm
