@@ -1,4 +1,5 @@
 from cs336_basics.nn import functional
+from cs336_basics.nn import convert
 from cs336_basics.nn.ffn_width import ffn_hidden_dim
 from cs336_basics.nn.modules import (
     Embedding,
@@ -20,6 +21,7 @@ __all__ = [
     "PositionWiseFFN",
     "RMSNorm",
     "SwiGLUFFN",
+    "convert",
     "ffn_hidden_dim",
     "functional",
 ]

@@ -1,0 +1,145 @@
+"""Load Hugging Face- or Meta-named state dicts into our modules, and rename back.
+
+Our attribute names follow Meta's llama (`ffn_norm`, `feed_forward.w1/w2/w3`), so a Meta-named
+state dict loads as it is. Hugging Face names differ per architecture; `_ARCHS` lists them:
+the pre-FFN norm's name, its parameters, and each FFN parameter as (HF name, our name, stored
+transposed). GPT-2's Conv1D stores its weight as (in, out); our Linear stores (out, in) like
+torch.nn.Linear, so those weights are transposed on the way in and out.
+
+Two kinds of names are derived from each table:
+  block  (the x + FFN(Norm(x)) sub-block):  post_attention_layernorm.weight -> ffn_norm.weight,
+         mlp.gate_proj.weight -> feed_forward.w1.weight. They match a whole key or its dotted
+         suffix, and the prefix is kept: model.layers.3.mlp.up_proj.weight -> model.layers.3.feed_forward.w3.weight.
+  module (a bare FFN or norm):  gate_proj.weight -> w1.weight, weight -> weight. These match the
+         whole key only (as a suffix `weight` would match anything).
+A key that matches no name is an error that names it.
+"""
+
+from torch import Tensor, nn
+
+# arch: (HF name of the pre-FFN norm, the norm's parameters, [(HF FFN name, our FFN name, transposed)])
+_ARCHS: dict[str, tuple[str, tuple[str, ...], list[tuple[str, str, bool]]]] = {
+    "llama": (
+        "post_attention_layernorm",
+        ("weight",),
+        [
+            ("gate_proj.weight", "w1.weight", False),
+            ("up_proj.weight", "w3.weight", False),
+            ("down_proj.weight", "w2.weight", False),
+        ],
+    ),
+    "gpt_neox": (
+        "post_attention_layernorm",
+        ("weight", "bias"),
+        [
+            ("dense_h_to_4h.weight", "w1.weight", False),
+            ("dense_h_to_4h.bias", "b1", False),
+            ("dense_4h_to_h.weight", "w2.weight", False),
+            ("dense_4h_to_h.bias", "b2", False),
+        ],
+    ),
+    "gpt2": (
+        "ln_2",
+        ("weight", "bias"),
+        [
+            ("c_fc.weight", "w1.weight", True),  # Conv1D: (d_model, d_ff), ours (d_ff, d_model)
+            ("c_fc.bias", "b1", False),
+            ("c_proj.weight", "w2.weight", True),
+            ("c_proj.bias", "b2", False),
+        ],
+    ),
+}
+ARCHS = tuple(_ARCHS)
+NAMINGS = ("ours", "meta", "hf")
+
+# Hugging Face `hidden_act` / `activation_function` -> our activation name (functional.ACTIVATIONS).
+HF_ACTIVATIONS = {
+    "silu": "silu",
+    "swish": "silu",
+    "gelu": "gelu",  # GELUActivation: torch's exact erf GELU
+    "gelu_new": "gelu_tanh",  # NewGELUActivation (GPT-2): the tanh approximation
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+}
+
+
+def activation_from_hf(name: str) -> str:
+    """Our activation name for a Hugging Face activation name ("gelu_new" -> "gelu_tanh")."""
+    if name not in HF_ACTIVATIONS:
+        raise ValueError(f"unknown Hugging Face activation {name!r}; known names are {sorted(HF_ACTIVATIONS)}")
+    return HF_ACTIVATIONS[name]
+
+
+def _tables(arch: str) -> tuple[list[tuple[str, str, bool]], list[tuple[str, str, bool]]]:
+    """(block names, module names) of `arch`, each entry (HF name, our name, transposed)."""
+    if arch not in _ARCHS:
+        raise ValueError(f"unknown arch {arch!r}; valid names are {list(ARCHS)}")
+    norm, norm_params, ffn = _ARCHS[arch]
+    block = [(f"{norm}.{p}", f"ffn_norm.{p}", False) for p in norm_params]
+    block += [(f"mlp.{hf}", f"feed_forward.{ours}", t) for hf, ours, t in ffn]
+    module = ffn + [(p, p, False) for p in norm_params]
+    return block, module
+
+
+def _rename(
+    state_dict: dict[str, Tensor], block: list[tuple[str, str, bool]], module: list[tuple[str, str, bool]], what: str
+) -> dict[str, Tensor]:
+    """Rename every key by the first (src, dst, transposed) entry that matches it; see the module docstring."""
+    exact = {src: (dst, t) for src, dst, t in module + block}
+    out, unknown = {}, []
+    for key, value in state_dict.items():
+        if key in exact:
+            new_key, transposed = exact[key]
+        else:
+            hit = next(((src, dst, t) for src, dst, t in block if key.endswith("." + src)), None)
+            if hit is None:
+                unknown.append(key)
+                continue
+            src, dst, transposed = hit
+            new_key = key[: -len(src)] + dst
+        out[new_key] = value.t().contiguous() if transposed else value
+    if unknown:
+        known = sorted(exact)
+        raise ValueError(
+            f"{what}: no name matches {unknown}; known names are {known} "
+            f"(block names may carry a prefix such as 'model.layers.0.')"
+        )
+    return out
+
+
+def from_hf(state_dict: dict[str, Tensor], arch: str = "llama") -> dict[str, Tensor]:
+    """Hugging Face names -> ours (= Meta's), e.g. mlp.gate_proj.weight -> feed_forward.w1.weight."""
+    block, module = _tables(arch)
+    return _rename(state_dict, block, module, f"from_hf(arch={arch!r})")
+
+
+def to_hf(state_dict: dict[str, Tensor], arch: str = "llama") -> dict[str, Tensor]:
+    """Our names -> Hugging Face's; the inverse of from_hf."""
+    block, module = _tables(arch)
+    block, module = ([(ours, hf, t) for hf, ours, t in entries] for entries in (block, module))
+    return _rename(state_dict, block, module, f"to_hf(arch={arch!r})")
+
+
+def load_state_dict(
+    module: nn.Module, state_dict: dict[str, Tensor], naming: str = "ours", arch: str = "llama"
+) -> nn.Module:
+    """Rename `state_dict` from `naming` ("ours", "meta" (the same names) or "hf" of `arch`) and
+    load it strictly. Every missing key, unexpected key and shape mismatch is checked before
+    anything is copied, so a failed load leaves the module untouched."""
+    if naming not in NAMINGS:
+        raise ValueError(f"unknown naming {naming!r}; valid names are {list(NAMINGS)}")
+    renamed = from_hf(state_dict, arch) if naming == "hf" else dict(state_dict)
+    expected = module.state_dict()
+    missing, unexpected = sorted(expected.keys() - renamed.keys()), sorted(renamed.keys() - expected.keys())
+    problems = [f"missing keys {missing}"] if missing else []
+    problems += [f"unexpected keys {unexpected}"] if unexpected else []
+    problems += [
+        f"{k}: shape {tuple(renamed[k].shape)}, expected {tuple(expected[k].shape)}"
+        for k in sorted(expected.keys() & renamed.keys())
+        if tuple(renamed[k].shape) != tuple(expected[k].shape)
+    ]
+    if problems:
+        names = "our names" if naming != "hf" else f"our names, renamed from hf arch={arch!r}"
+        raise ValueError(f"cannot load into {type(module).__name__} ({names}): " + "; ".join(problems))
+    module.load_state_dict(renamed, strict=True)
+    return module
