@@ -16,3 +16,9 @@ def test_activation_registry_returns_the_named_kernel():
 def test_activation_registry_unknown_name_lists_valid_names():
     with pytest.raises(ValueError, match=r"unknown activation 'swish'; valid names are \['gelu', 'gelu_tanh', 'relu', 'silu'\]"):
         F.get_activation("swish")
+
+
+def test_relu_keeps_nan_and_zeroes_negatives_like_torch_relu():
+    x = torch.tensor([float("nan"), -float("inf"), -2.0, 0.0, 3.0])
+    assert torch.equal(F.relu(x).isnan(), torch.relu(x).isnan())
+    assert torch.equal(F.relu(x)[1:], torch.relu(x)[1:])

@@ -67,8 +67,9 @@ def embedding(
 
 
 def silu(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
-    """SiLU(x) = x * sigmoid(x). Written as a product, never x / (1 + exp(-x)), so that large
-    negative inputs give -0.0 rather than inf/NaN. Half types are computed in float32."""
+    """SiLU(x) = x * sigmoid(x). Written as a product, not x / (1 + exp(-x)): both give -0.0 for
+    large negative x, but the quotient's gradient is NaN there (exp(-x) = inf, inf / inf) while
+    the product's is 0. Half types are computed in float32 and cast back once."""
     check_float("x", x)
     # BEGIN SOLUTION
     x_c = x.to(_compute_dtype(x))
@@ -95,10 +96,10 @@ def gelu(x: Float[Tensor, "..."], approximate: str = "none") -> Float[Tensor, ".
 
 
 def relu(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
-    """ReLU(x) = max(x, 0)."""
+    """ReLU(x) = max(x, 0); NaN stays NaN, as in torch.relu."""
     check_float("x", x)
     # BEGIN SOLUTION
-    return torch.where(x > 0, x, torch.zeros_like(x))
+    return torch.where((x > 0) | x.isnan(), x, torch.zeros_like(x))
     # END SOLUTION
 
 
