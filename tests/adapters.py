@@ -1,13 +1,14 @@
 """Adapters: the `run_*` functions the tests call, with the names and parameters of Stanford
 CS336 assignment 1 (v1.0.2), each wired to this package in a line or two. Each builds the
 module in the weights' dtype and device, loads the given weights through `load_state_dict`
-(strict: a missing, extra or misshapen key raises), and calls it.
+(strictly, through `cs336_basics.nn.convert.load_state_dict`), and calls it.
 """
 
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
     Embedding,
@@ -22,19 +23,8 @@ from cs336_basics.nn.modules import (
 
 
 def _loaded(module: torch.nn.Module, state_dict: dict[str, Tensor]) -> torch.nn.Module:
-    """`module` with exactly `state_dict` loaded; a missing or extra key raises a ValueError naming it."""
-    expected, given = set(module.state_dict()), set(state_dict)
-    if expected != given:
-        raise ValueError(
-            f"{type(module).__name__} expects weights {sorted(expected)}, got {sorted(given)} "
-            f"(missing {sorted(expected - given)}, unexpected {sorted(given - expected)})"
-        )
-    for key, value in state_dict.items():
-        want = tuple(module.state_dict()[key].shape)
-        if tuple(value.shape) != want:
-            raise ValueError(f"{type(module).__name__} weight {key!r} must have shape {want}, got {tuple(value.shape)}")
-    module.load_state_dict(state_dict, strict=True)
-    return module
+    """`module` with exactly `state_dict` loaded; a missing, extra or misshapen key raises ValueError."""
+    return convert.load_state_dict(module, state_dict)
 
 
 def _like(t: Tensor) -> dict:

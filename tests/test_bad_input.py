@@ -29,23 +29,23 @@ CASES = [
     ("linear-weight_1d", lambda: F.linear(x(4, 64), x(64)), ValueError, r"weight must be 2-D \(d_out, d_in\), got shape \(64,\)"),
     ("linear-int_input", lambda: F.linear(torch.ones(4, 64, dtype=torch.long), W), TypeError, r"x must have a floating dtype .* got torch.int64"),
     ("linear-mixed_dtypes", lambda: F.linear(x(4, 64, dtype=torch.bfloat16), W), TypeError, r"x has dtype torch.bfloat16 but weight has dtype torch.float32"),
-    ("linear-adapter_transposed", lambda: run_linear(64, 128, W.T, x(4, 64)), ValueError, r"'weight' must have shape \(128, 64\), got \(64, 128\)"),
+    ("linear-adapter_transposed", lambda: run_linear(64, 128, W.T, x(4, 64)), ValueError, r"Linear .*weight: shape \(64, 128\), expected \(128, 64\)"),
     ("linear-module_zero_width", lambda: Linear(0, 8), ValueError, r"in_features must be > 0, got 0"),
     ("embedding-negative_id", lambda: F.embedding(torch.tensor([0, -1]), x(10, 4)), ValueError, r"token_ids must lie in \[0, vocab_size=10\), got values in \[-1, 0\]"),
     ("embedding-id_too_large", lambda: F.embedding(torch.tensor([3, 10]), x(10, 4)), ValueError, r"token_ids must lie in \[0, vocab_size=10\), got values in \[3, 10\]"),
     ("embedding-float_ids", lambda: F.embedding(torch.tensor([1.0, 2.0]), x(10, 4)), TypeError, r"token_ids must be an integer tensor .* got torch.float32"),
-    ("embedding-adapter_wrong_vocab", lambda: run_embedding(12, 4, x(10, 4), torch.tensor([1])), ValueError, r"'weight' must have shape \(12, 4\), got \(10, 4\)"),
+    ("embedding-adapter_wrong_vocab", lambda: run_embedding(12, 4, x(10, 4), torch.tensor([1])), ValueError, r"Embedding .*weight: shape \(10, 4\), expected \(12, 4\)"),
     ("embedding-module_zero_vocab", lambda: Embedding(0, 4), ValueError, r"num_embeddings must be > 0, got 0"),
     ("rmsnorm-weight_shape", lambda: F.rmsnorm(x(2, 64), x(63)), ValueError, r"weight must have shape \(64,\), got \(63,\)"),
     ("rmsnorm-eps_zero", lambda: F.rmsnorm(x(2, 64), x(64), eps=0.0), ValueError, r"eps must be > 0, got 0.0"),
     ("rmsnorm-eps_negative", lambda: RMSNorm(64, eps=-1e-5), ValueError, r"eps must be > 0, got -1e-05"),
-    ("rmsnorm-adapter_wrong_d_model", lambda: run_rmsnorm(32, 1e-5, x(64), x(2, 64)), ValueError, r"'weight' must have shape \(32,\), got \(64,\)"),
+    ("rmsnorm-adapter_wrong_d_model", lambda: run_rmsnorm(32, 1e-5, x(64), x(2, 64)), ValueError, r"RMSNorm .*weight: shape \(64,\), expected \(32,\)"),
     ("layernorm-bias_shape", lambda: F.layernorm(x(2, 64), x(64), x(32)), ValueError, r"bias must have shape \(64,\), got \(32,\)"),
     ("layernorm-eps_zero", lambda: LayerNorm(64, eps=0.0), ValueError, r"eps must be > 0, got 0.0"),
     ("swiglu-x_last_dim", lambda: F.swiglu_ffn(x(2, 63), x(96, 64), x(64, 96), x(96, 64)), ValueError, r"x must have last dimension d_model=64, got shape \(2, 63\)"),
     ("swiglu-w1_w3_differ", lambda: F.swiglu_ffn(x(2, 64), x(96, 64), x(64, 96), x(128, 64)), ValueError, r"w3 must have shape \(96, 64\), got \(128, 64\)"),
     ("swiglu-w2_transposed", lambda: F.swiglu_ffn(x(2, 64), x(96, 64), x(96, 64), x(96, 64)), ValueError, r"w2 must have shape \(64, 96\), got \(96, 64\)"),
-    ("swiglu-adapter_swapped_w2", lambda: run_swiglu(64, 96, x(96, 64), x(96, 64), x(96, 64), x(2, 64)), ValueError, r"'w2.weight' must have shape \(64, 96\), got \(96, 64\)"),
+    ("swiglu-adapter_swapped_w2", lambda: run_swiglu(64, 96, x(96, 64), x(96, 64), x(96, 64), x(2, 64)), ValueError, r"SwiGLUFFN .*w2.weight: shape \(96, 64\), expected \(64, 96\)"),
     ("swiglu-d_ff_zero", lambda: SwiGLUFFN(64, 0), ValueError, r"d_ff must be > 0, got 0"),
     ("swiglu-unknown_activation", lambda: SwiGLUFFN(64, 96, activation="swish"), ValueError, r"unknown activation 'swish'; valid names are"),
     ("positionwise_ffn-d_ff_negative", lambda: PositionWiseFFN(64, -4), ValueError, r"d_ff must be > 0, got -4"),
@@ -71,12 +71,12 @@ def test_bad_input_raises_clear_error(call, error, message, without_jaxtyping):
 
 def test_adapter_with_a_missing_weight_fails_loudly():
     weights = {"w1.weight": x(96, 64), "w3.weight": x(96, 64)}
-    with pytest.raises(ValueError, match=r"missing \['w2.weight'\], unexpected \[\]"):
+    with pytest.raises(ValueError, match=r"missing keys \['w2.weight'\]$"):
         _loaded(SwiGLUFFN(64, 96), weights)
 
 
 def test_adapter_with_an_extra_weight_fails_loudly():
-    with pytest.raises(ValueError, match=r"missing \[\], unexpected \['bias'\]"):
+    with pytest.raises(ValueError, match=r"Linear \(our names\): unexpected keys \['bias'\]$"):
         _loaded(Linear(64, 128), {"weight": W, "bias": x(128)})
 
 
