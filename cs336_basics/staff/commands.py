@@ -10,8 +10,10 @@ def _fixtures(args) -> int:
         bad = make_fixtures.drifted() + [str(p) for p in make_fixtures.stale_files()]
         print("fixtures are current" if not bad else "drifted: " + ", ".join(bad))
         return 1 if bad else 0
-    for path in make_fixtures.write_all():
-        print(path.relative_to(make_fixtures.FIXTURES_DIR.parent))
+    written = make_fixtures.write_all()
+    for path in written:
+        print("wrote", path.relative_to(make_fixtures.FIXTURES_DIR.parent))
+    print(f"{len(written)} fixture files written, {len(make_fixtures.CASES) - len(written)} already current")
     return 0
 
 
@@ -19,3 +21,11 @@ def add_commands(commands) -> None:
     p = commands.add_parser("fixtures", help="(staff) regenerate fixtures/ and hidden_fixtures/ from fixed seeds")
     p.add_argument("--check", action="store_true", help="compare the stored files with what the generator makes; write nothing")
     p.set_defaults(run=_fixtures)
+
+    from cs336_basics.staff import handout
+
+    handout.add_command(commands)
+
+    from cs336_basics.staff.grader import cli as grader_cli  # grade, grade-all, autograder
+
+    grader_cli.add_commands(commands)

@@ -1,0 +1,87 @@
+"""The Gradescope autograder bundle: `cs336 autograder OUT.zip`.
+
+Gradescope unpacks the zip into /autograder/source, runs setup.sh once (as root) to build the
+image, then for each submission copies run_autograder to /autograder/ and runs it; it must
+leave /autograder/results/results.json. The bundle holds what grading needs and nothing of
+the student's: the cs336_basics package (reference, staff tools, grader, grading.toml), the
+grader's copy of tests/adapters.py, the public tests' files (for their TOL dicts), public and
+hidden fixtures, pyproject.toml, uv.lock and README.md (the project's readme).
+
+run_autograder reads CS336_AUTOGRADER_ROOT (default /autograder), CS336_AUTOGRADER_SOURCE
+(default $CS336_AUTOGRADER_ROOT/source) and CS336_PYTHON (default the bundle's .venv), so a
+test can run it against a fake Gradescope layout with the current environment.
+"""
+
+import zipfile
+from pathlib import Path
+
+from cs336_basics.staff.grader.cases import ADAPTERS, HIDDEN_FIXTURES_DIR, REPO, TESTS_DIR, graded_cases
+from cs336_basics.staff.grader.config import DEFAULT_CONFIG, load_config
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, to build the autograder image; the bundle is in /autograder/source.
+set -euo pipefail
+SOURCE="${CS336_AUTOGRADER_SOURCE:-/autograder/source}"
+export UV_PYTHON_INSTALL_DIR=/opt/uv-python  # not under /root: the grading workers must read Python
+if ! command -v uv >/dev/null 2>&1; then
+    curl -LsSf https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=/usr/local/bin UV_NO_MODIFY_PATH=1 sh
+fi
+cd "$SOURCE"
+# The locked runtime dependencies only: the grader needs no dev tools, and the project itself is
+# imported from this directory. Bytecode is compiled now so that each grading starts fast.
+uv sync --locked --no-dev --no-install-project --compile-bytecode
+# Workers run student code as an unprivileged user inside a mount namespace that hides this
+# directory; should namespaces be unavailable, permissions hide it too: the environment stays
+# readable, the reference, the staff tools and the fixtures do not.
+chmod 711 "$SOURCE"
+chmod -R go-rwx "$SOURCE/cs336_basics" "$SOURCE/tests" "$SOURCE/fixtures" "$SOURCE/hidden_fixtures"
+chmod -R a+rX "$SOURCE/.venv"
+if [ -d /opt/uv-python ]; then chmod -R a+rX /opt/uv-python; fi
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for each submission: grade /autograder/submission (the student's upload:
+# their handout directory, or a zip of it) into /autograder/results/results.json.
+set -uo pipefail
+AUTOGRADER="${CS336_AUTOGRADER_ROOT:-/autograder}"
+SOURCE="${CS336_AUTOGRADER_SOURCE:-$AUTOGRADER/source}"
+PYTHON="${CS336_PYTHON:-$SOURCE/.venv/bin/python}"
+mkdir -p "$AUTOGRADER/results"
+cd "$SOURCE"  # `python -m` imports cs336_basics from here: the bundle's grader, not a student's
+exec "$PYTHON" -m cs336_basics.cli grade "$AUTOGRADER/submission" --results "$AUTOGRADER/results/results.json"
+"""
+
+
+def bundle_files(repo: Path = REPO) -> list[Path]:
+    """Paths, relative to repo, of the source files the bundle carries."""
+    config = load_config(DEFAULT_CONFIG)
+    cases = graded_cases(config.components)
+    package = [p for p in sorted((repo / "cs336_basics").rglob("*"))
+               if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+    tests = [ADAPTERS] + [TESTS_DIR / f"test_{c}.py" for c in config.components]
+    fixtures = sorted({c.path for c in cases})
+    top = [repo / name for name in ("pyproject.toml", "uv.lock", "README.md")]
+    for path in fixtures:
+        if path.parent not in (REPO / "fixtures", HIDDEN_FIXTURES_DIR):
+            raise ValueError(f"fixture {path} is outside fixtures/ and hidden_fixtures/")
+    return [p.relative_to(repo) for p in top + package + tests + fixtures]
+
+
+def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:
+    info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+    info.create_system = 3  # Unix: unzip honours the mode bits
+    info.external_attr = (0o100000 | mode) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    archive.writestr(info, data)
+
+
+def build_bundle(out_zip: Path, repo: Path = REPO) -> Path:
+    """Write the autograder zip: setup.sh and run_autograder (executable) at the top, then the files."""
+    out_zip = Path(out_zip)
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out_zip, "w") as archive:
+        _add(archive, "setup.sh", SETUP_SH.encode(), 0o755)
+        _add(archive, "run_autograder", RUN_AUTOGRADER.encode(), 0o755)
+        for rel in bundle_files(repo):
+            _add(archive, rel.as_posix(), (repo / rel).read_bytes(), 0o644)
+    return out_zip

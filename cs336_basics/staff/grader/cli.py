@@ -1,0 +1,64 @@
+"""`cs336 grade`, `cs336 grade-all` and `cs336 autograder` (staff). Heavy imports wait until a
+command runs, so `cs336 status` stays fast."""
+
+from pathlib import Path
+
+
+def _config(args):
+    from cs336_basics.staff.grader.config import DEFAULT_CONFIG, load_config
+
+    return load_config(Path(args.config) if args.config else DEFAULT_CONFIG)
+
+
+def _grade(args) -> int:
+    from cs336_basics.staff.grader import runner
+
+    runner.start_forkserver()  # its `import torch` runs while this process does its own
+    from cs336_basics.staff.grader.grade import grade
+    from cs336_basics.staff.grader.report import summary_table, write_results
+
+    report = grade(Path(args.submission), _config(args))
+    path = write_results(report, Path(args.results))
+    print(summary_table(report))
+    for note in report.notes:
+        print(f"note: {note}")
+    print(f"wrote {path}")
+    return 0
+
+
+def _grade_all(args) -> int:
+    from cs336_basics.staff.grader import runner
+
+    runner.start_forkserver()
+    from cs336_basics.staff.grader.gradebook import grade_all
+
+    reports = grade_all(Path(args.directory), Path(args.results_dir), Path(args.gradebook), args.jobs, _config(args))
+    print(f"graded {len(reports)} submissions; wrote {args.gradebook} and {args.results_dir}/<submission>.json")
+    return 0
+
+
+def _autograder(args) -> int:
+    from cs336_basics.staff.grader.autograder import build_bundle
+
+    print(f"wrote {build_bundle(Path(args.out_zip))}")
+    return 0
+
+
+def add_commands(commands) -> None:
+    p = commands.add_parser("grade", help="(staff) grade one submission (a handout directory or a zip of one)")
+    p.add_argument("submission", metavar="SUBMISSION")
+    p.add_argument("--results", default="results.json", help="where to write Gradescope's results.json (default: %(default)s)")
+    p.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
+    p.set_defaults(run=_grade)
+
+    p = commands.add_parser("grade-all", help="(staff) grade every submission (subdirectory or zip) in DIR")
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument("-j", "--jobs", type=int, default=2, help="submissions graded in parallel (default: %(default)s)")
+    p.add_argument("--gradebook", default="gradebook.csv", help="CSV gradebook to write (default: %(default)s)")
+    p.add_argument("--results-dir", default="results", help="one <submission>.json per submission (default: %(default)s)")
+    p.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
+    p.set_defaults(run=_grade_all)
+
+    p = commands.add_parser("autograder", help="(staff) write the Gradescope autograder bundle to OUT.zip")
+    p.add_argument("out_zip", metavar="OUT.zip")
+    p.set_defaults(run=_autograder)

@@ -1,0 +1,53 @@
+"""The grading config, read from cs336_basics/staff/grading.toml: points per component (in the
+order the components run) and the limits a worker runs under."""
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "grading.toml"
+
+
+@dataclass(frozen=True)
+class Limits:
+    time_per_component_s: int | float = 60  # wall clock for all of a component's cases
+    startup_s: int | float = 60  # start a worker and import the submission
+    memory_mb: int = 4500  # RLIMIT_AS of a worker (see grading.toml for the measurement)
+    file_mb: int = 64  # RLIMIT_FSIZE: largest file a worker may write
+    processes: int = 64  # RLIMIT_NPROC of the worker's user (root only)
+
+
+@dataclass(frozen=True)
+class GradingConfig:
+    points: dict[str, int | float]  # component -> points, in running order
+    limits: Limits = field(default_factory=Limits)
+    # False runs workers without the sandbox (no user switch, no namespaces, no hidden paths).
+    # Only for tests that show a cheat would work without it; the command line never sets it.
+    isolate: bool = True
+
+    @property
+    def components(self) -> list[str]:
+        return list(self.points)
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(self.points.values()))
+
+
+def load_config(path: Path = DEFAULT_CONFIG) -> GradingConfig:
+    """Read a grading config; unknown keys and non-positive points raise ValueError."""
+    data = tomllib.loads(Path(path).read_text())
+    unknown = set(data) - {"points", "limits"}
+    if unknown:
+        raise ValueError(f"{path}: unknown sections {sorted(unknown)}; expected [points] and [limits]")
+    points = data.get("points", {})
+    if not points:
+        raise ValueError(f"{path}: [points] must list at least one component")
+    for name, value in points.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{path}: points.{name} must be a positive number, got {value!r}")
+    limits = data.get("limits", {})
+    known = set(Limits.__dataclass_fields__)
+    if set(limits) - known:
+        raise ValueError(f"{path}: unknown limits {sorted(set(limits) - known)}; known: {sorted(known)}")
+    return GradingConfig(points=dict(points), limits=Limits(**limits))

@@ -1,0 +1,55 @@
+"""Grade every submission in a directory (its subdirectories and .zip files), N at a time, into
+one results.json per submission and a CSV gradebook: submission, points per component, total.
+
+Submissions are graded in threads of this process: the workers that run student code are
+separate processes (forked from one shared forkserver), so N threads keep N workers busy.
+"""
+
+import csv
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from cs336_basics.staff.grader.config import GradingConfig, load_config
+from cs336_basics.staff.grader.grade import GradeReport, grade
+from cs336_basics.staff.grader.report import write_results
+
+
+def submissions_in(directory: Path) -> list[Path]:
+    """Subdirectories and .zip files of directory, by name; names starting with '.' are skipped."""
+    found = [p for p in sorted(Path(directory).iterdir()) if not p.name.startswith(".")]
+    return [p for p in found if p.is_dir() or p.suffix.lower() == ".zip"]
+
+
+def write_gradebook(reports: list[GradeReport], path: Path, components: list[str]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["submission", *components, "total", "max_score"])
+        for r in reports:
+            scores = r.component_scores()
+            out.writerow([Path(r.submission).name, *(f"{scores[c]:g}" for c in components),
+                          f"{r.score:g}", f"{r.max_score:g}"])
+    return path
+
+
+def grade_all(directory: Path, results_dir: Path, gradebook: Path, jobs: int = 2,
+              config: GradingConfig | None = None, echo=print) -> list[GradeReport]:
+    """Grade each submission of directory, `jobs` at a time, into results_dir/<name>.json
+    (alice/ -> alice.json, bob.zip -> bob.zip.json) and the gradebook CSV; returns the reports,
+    like the CSV's rows, in name order."""
+    config = config or load_config()
+    subs = submissions_in(directory)
+    if not subs:
+        raise FileNotFoundError(f"no submissions (subdirectories or .zip files) in {directory}")
+    reports: dict[Path, GradeReport] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(grade, sub, config): sub for sub in subs}
+        for future in as_completed(futures):
+            sub = futures[future]
+            report = reports[sub] = future.result()
+            write_results(report, Path(results_dir) / f"{sub.name}.json")
+            echo(f"{sub.name:<40} {report.score:>7.2f} / {report.max_score:g}  ({report.seconds:.1f} s)")
+    ordered = [reports[s] for s in subs]
+    write_gradebook(ordered, gradebook, config.components)
+    return ordered

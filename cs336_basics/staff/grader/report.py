@@ -1,0 +1,86 @@
+"""A GradeReport as Gradescope's results.json and as a table for the console.
+
+results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/): top-level
+`score`, `output`, `tests`; each test has name, score, max_score, status, output and
+visibility: public cases `visible`, hidden ones `after_published`.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from cs336_basics.staff.grader.grade import GradeReport
+
+
+def _shares(report: GradeReport) -> list[float]:
+    """Each test's max_score to 4 decimals, rounded cumulatively per component so that a
+    component's tests add up to exactly its points (10 points over 6 tests: 1.6667, 1.6666, ...)."""
+    shares, done = [], {}
+    for r in report.results:
+        before = done.get(r.case.component, 0)
+        done[r.case.component] = before + r.max_score
+        shares.append((round(done[r.case.component] * 10_000) - round(before * 10_000)) / 10_000)
+    return shares
+
+
+def to_gradescope(report: GradeReport) -> dict:
+    tests = [
+        {
+            "name": r.case.title,
+            "score": share if r.passed else 0.0,
+            "max_score": share,
+            "status": "passed" if r.passed else "failed",
+            "output": r.output,
+            "visibility": "after_published" if r.case.hidden else "visible",
+        }
+        for r, share in zip(report.results, _shares(report), strict=True)
+    ]
+    public = [r for r in report.results if not r.case.hidden]
+    output = (
+        f"Public tests: {sum(r.passed for r in public)} of {len(public)} passed. "
+        "Hidden tests are shown once grades are published. Each component's points are shared "
+        "equally by its test cases, public and hidden."
+    )
+    return {
+        "score": round(sum(t["score"] for t in tests), 4),
+        "output": output,
+        "execution_time": round(report.seconds, 1),
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def write_results(report: GradeReport, path: Path) -> Path:
+    """Write results.json atomically (a file or link already at path is replaced, never followed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(to_gradescope(report), f, indent=2)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def _headline(output: str) -> str:
+    """The line that says what went wrong: the first, or for a traceback the exception's line."""
+    lines = [line for line in output.strip().splitlines() if line.strip()] or [""]
+    return lines[-1].strip() if lines[0].endswith(":") else lines[0]
+
+
+def summary_table(report: GradeReport) -> str:
+    """One row per component: public and hidden cases passed, points, the first failure's first line."""
+    header = f"{'component':<18} {'public':>6} {'hidden':>6} {'points':>13}  first failure"
+    lines = [header, "-" * len(header)]
+    for component, points in report.points.items():
+        rows = [r for r in report.results if r.case.component == component]
+        pub = [r for r in rows if not r.case.hidden]
+        hid = [r for r in rows if r.case.hidden]
+        score = float(sum(r.score for r in rows))
+        failed = next((r for r in rows if not r.passed), None)
+        why = f"{failed.case.name}: {_headline(failed.output)[:70]}" if failed else ""
+        passed = f"{sum(r.passed for r in pub):>3}/{len(pub):<2} {sum(r.passed for r in hid):>3}/{len(hid):<2}"
+        lines.append(f"{component:<18} {passed} {score:>6.2f}/{points:<6g}  {why}")
+    lines.append(f"{'total':<32} {report.score:>6.2f}/{report.max_score:<6g}  ({report.seconds:.1f} s)")
+    return "\n".join(lines)

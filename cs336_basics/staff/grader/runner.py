@@ -1,0 +1,174 @@
+"""The grader's side of the workers: start one, time each component by the worker's progress
+lines, and on a timeout or a death kill it (its process group and every process of its user)
+and go on with a fresh worker for the components still to run.
+
+Workers are forked by a multiprocessing forkserver that has imported torch (one per grader
+process, shared by all submissions it grades), so a worker starts in milliseconds instead of
+the seconds `import torch` takes. The forkserver never runs student code. Nothing a worker
+sends is unpickled: progress is a text file and outputs are read with weights_only=True.
+"""
+
+import dataclasses
+import multiprocessing
+import os
+import signal
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cs336_basics.staff.grader import sandbox
+from cs336_basics.staff.grader.worker import WorkerJob, main
+
+POLL_S = 0.02
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["torch", "numpy", "einops", "jaxtyping", "safetensors"])
+
+
+def start_forkserver() -> None:
+    """Start the forkserver now, so its `import torch` overlaps the grader's own."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+
+
+@dataclass
+class ComponentRun:
+    finished: bool  # the worker reported `done <component>`
+    message: str = ""  # why not
+    home: Path | None = None  # where its outputs are: the worker's directory
+
+
+def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes | None:
+    """The bytes of a regular file written by the worker, without following symlinks (nor
+    blocking on a FIFO); None if absent or anything else. Under isolation the file must belong to
+    the worker's user and have no other links."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        if uid is not None and info.st_uid != uid:
+            return None
+        return f.read(limit)
+
+
+def log_tail(path: Path, lines: int = 12, chars: int = 1500) -> str:
+    """The last lines of a worker's stdout and stderr (shown with a timeout or a crash)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8 * chars))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    tail = "\n".join(text.strip().splitlines()[-lines:])
+    return tail[-chars:]
+
+
+def _exit_text(code: int | None) -> str:
+    """How a worker ended, from its exit code (negative: killed by that signal)."""
+    if code is None:
+        return "was still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = {"SIGKILL": " (killed: perhaps it ran out of memory)", "SIGXCPU": " (CPU time limit)",
+                "SIGXFSZ": " (it wrote a file larger than the limit)", "SIGSEGV": " (a crash in native code)"}
+        return f"was killed by {name}{hint.get(name, '')}"
+    return f"exited with code {code}"
+
+
+class Runner:
+    """Runs components in order in as few workers as possible; see run()."""
+
+    def __init__(self, sandbox_root: Path, log_dir: Path, code_dir: Path, inputs_dir: Path, spec: sandbox.SandboxSpec):
+        self.root, self.log_dir, self.code_dir, self.inputs_dir = sandbox_root, log_dir, code_dir, inputs_dir
+        self.spec = spec
+        self.notes: list[str] = []
+        self.workers = 0  # started so far
+        self.seconds: dict[str, float] = {}  # wall time of the first startup and of each finished component
+
+    def run(self, plan: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, ComponentRun]:
+        """plan: [(component, [(case, adapter), ...]), ...]. Returns each component's ComponentRun."""
+        runs: dict[str, ComponentRun] = {}
+        remaining = list(plan)
+        while remaining:
+            done = self._one_worker(remaining)
+            runs.update(done)
+            remaining = [p for p in remaining if p[0] not in runs]
+        return runs
+
+    def _start(self, plan, log: Path, home: Path):
+        """A fresh worker with its own empty directory (the only place it may write)."""
+        home.mkdir(mode=0o700)
+        if self.spec.uid is not None:
+            os.chown(home, self.spec.uid, self.spec.uid)
+        limits = self.spec.limits
+        cpu = int(limits.startup_s + limits.time_per_component_s * len(plan)) + 5
+        job = WorkerJob(dataclasses.replace(self.spec, home=str(home)), str(log), str(self.code_dir),
+                        str(self.inputs_dir), tuple((c, tuple(cases)) for c, cases in plan), cpu)
+        process = _CONTEXT.Process(target=main, args=(job,), daemon=True)
+        process.start()
+        return process
+
+    def _one_worker(self, plan) -> dict[str, ComponentRun]:
+        """Run plan's components in one worker until all are done or one fails; returns those decided."""
+        self.workers += 1
+        home, log = self.root / f"work-{self.workers}", self.log_dir / f"worker-{self.workers}.log"
+        process = self._start(plan, log, home)
+        runs: dict[str, ComponentRun] = {}
+        ready, seen = False, 0
+        deadline = time.monotonic() + self.spec.limits.startup_s
+        try:
+            while len(runs) < len(plan):
+                process.join(POLL_S)
+                alive = process.is_alive()
+                lines = (read_worker_file(home / "progress", self.spec.uid) or b"").decode(errors="replace").split("\n")
+                for line in (lines[:-1] if alive else lines)[seen:]:  # a live worker's last line may be partial
+                    seen += 1
+                    if line.startswith("note "):
+                        self.notes.append(line[5:])
+                    elif line == "import-failed":
+                        error = (read_worker_file(home / "import_error.txt", self.spec.uid) or b"").decode(errors="replace")
+                        message = "importing your cs336_basics package failed:\n" + error.strip()
+                        return {c: ComponentRun(False, message) for c, _ in plan}
+                    elif line == "ready" and not ready:
+                        self.seconds.setdefault("startup", time.monotonic() - (deadline - self.spec.limits.startup_s))
+                        ready, deadline = True, time.monotonic() + self.spec.limits.time_per_component_s
+                        self.notes.append("sandbox: " + sandbox.describe(process.pid, self.spec))
+                    elif ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}":
+                        runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
+                        now = time.monotonic()
+                        self.seconds[plan[len(runs) - 1][0]] = now - (deadline - self.spec.limits.time_per_component_s)
+                        deadline = now + self.spec.limits.time_per_component_s
+                if len(runs) < len(plan) and (not alive or time.monotonic() > deadline):
+                    rest = [c for c, _ in plan[len(runs):]]
+                    return runs | self._failure(rest, ready, None if alive else process.exitcode, log)
+            return runs
+        finally:
+            sandbox.kill_group(process.pid)
+            sandbox.kill_user(self.spec.uid)
+            process.join(5)
+
+    def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: Path) -> dict[str, ComponentRun]:
+        """Before `ready` every remaining component fails; after it, only the one that was running."""
+        limits, tail = self.spec.limits, log_tail(log)
+        tail = f"\nlast lines of its output:\n{tail}" if tail else ""
+        if not ready:
+            what = (f"did not finish importing your package within {limits.startup_s:g} s" if exitcode is None
+                    else f"{_exit_text(exitcode)} while importing your package")
+            return {c: ComponentRun(False, f"the grading process {what}; no component could run.{tail}") for c in rest}
+        component = rest[0]
+        if exitcode is None:
+            message = (f"{component} did not finish within the time limit of {limits.time_per_component_s:g} s "
+                       f"(an infinite loop?); it was stopped and scores 0.")
+        else:
+            message = (f"the grading process {_exit_text(exitcode)} while running {component}, before finishing "
+                       f"it (did your code call exit() or os._exit()?).")
+        return {component: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}

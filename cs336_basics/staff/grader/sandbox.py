@@ -1,0 +1,232 @@
+"""Isolation of a worker process, which runs student code.
+
+`enter(spec, log_path)` runs first in the worker, before any student code, and:
+  1. starts a new session (so the grader can kill the worker's whole process group) and sends
+     stdout/stderr to the log file the grader reads a tail of;
+  2. sets resource limits: address space (RLIMIT_AS), file size, open files, CPU time, no core
+     files, and processes/threads of the worker's user;
+  3. when the grader is root: unshares the network namespace (no network: a fresh namespace has
+     only a loopback device, and it is down) and the mount namespace, in which it builds a new
+     root holding only the system directories (/usr, /etc, /dev, /proc, ...), Python, its
+     installed packages and the sandbox directory (the student's package, the pristine adapters,
+     the inputs, the worker's own writable directory), with fresh empty /tmp and /dev/shm, and
+     chroots into it: the staff repository, the fixtures, homes and other students' sandboxes do
+     not exist there;
+  4. when the grader is root: forbids gaining privileges (PR_SET_NO_NEW_PRIVS) and switches to
+     a user id of its own (one no other process uses, so `kill_user` can end every process the
+     submission started, even ones that left the process group; and it cannot leave the chroot);
+  5. empties the environment (it may hold tokens) and closes every inherited file descriptor.
+
+Without root none of 3-4 is possible: the worker runs as the grader's user, can read what the
+grader can read and could outlive a timeout by leaving the process group. The grader's
+protections that do not depend on the sandbox still hold: expected values never enter the
+worker, outputs are read with torch.load(weights_only=True), and results.json is written by
+the grader after every worker has ended.
+"""
+
+import ctypes
+import os
+import random
+import resource
+import signal
+import site
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from cs336_basics.staff.grader.config import Limits
+
+CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS = 38
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    uid: int | None  # the user the worker switches to; None: stay the grader's user
+    new_root: str  # an empty directory: the worker's root is built on a tmpfs mounted here
+    visible: tuple[str, ...]  # besides SYSTEM_DIRS: Python, its packages, the sandbox directory
+    home: str  # the worker's writable directory: cwd and $HOME
+    limits: Limits
+    isolate: bool  # False: rlimits and logs only (tests use it to show a cheat works without it)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def plan(sandbox_root: Path, home: Path, new_root: Path, limits: Limits, isolate: bool = True) -> SandboxSpec:
+    """A worker sees the system directories, the interpreter, the virtualenv and sandbox_root.
+    Raises RuntimeError if the virtualenv holds a copy of cs336_basics (a non-editable install of
+    this repository would show workers the reference solution)."""
+    copies = [p for p in site.getsitepackages() if (Path(p) / "cs336_basics").exists()]
+    if copies:
+        raise RuntimeError(f"cs336_basics is installed in {copies[0]}; grading workers would see the reference. "
+                           "Install the project editable (`uv sync`) or not at all (`uv sync --no-install-project`).")
+    paths = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sandbox_root)}, key=len)
+    visible = tuple(p for i, p in enumerate(paths) if not any(_inside(p, q) for q in (*SYSTEM_DIRS, *paths[:i])))
+    uid = pick_uid() if isolate and is_root() else None
+    return SandboxSpec(uid, str(new_root), visible, str(home), limits, isolate)
+
+
+def pick_uid() -> int:
+    """A user id no running process has, from a range no distribution assigns."""
+    used = {_uid_of(pid) for pid in _pids()}
+    while True:
+        uid = random.randrange(1_000_000, 2_000_000_000)
+        if uid not in used:
+            return uid
+
+
+# ---------------------------------------------------------------- in the worker, before student code
+
+
+def _libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    return libc
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _chroot(libc, new_root: str, visible: tuple[str, ...]) -> None:
+    """Build the worker's root on a tmpfs at new_root (system directories and `visible` bound in
+    at their own paths, fresh /tmp and /dev/shm) and chroot into it."""
+    _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")  # nothing leaks out
+    _check(libc.mount(b"tmpfs", new_root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=64m"), "new root")
+
+    def scratch(path: str) -> None:  # an empty, private /tmp or /dev/shm, never the host's
+        os.makedirs(new_root + path, exist_ok=True)
+        _check(libc.mount(b"tmpfs", (new_root + path).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777,size=64m"), path)
+
+    scratch("/tmp")  # first: the sandbox directory may be bound under it
+    for path in (*SYSTEM_DIRS, *visible):
+        if not os.path.lexists(path):
+            continue
+        target = new_root + path
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.islink(path):  # merged /usr: /bin -> usr/bin
+            os.symlink(os.readlink(path), target)
+            continue
+        os.makedirs(target, exist_ok=True)
+        _check(libc.mount(path.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+        if path == "/dev":
+            scratch("/dev/shm")
+    os.chroot(new_root)
+
+
+def _limit(which: int, value: int) -> None:
+    soft, hard = resource.getrlimit(which)
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(which, (value, value))
+
+
+def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
+    """Isolate this process as described in the module docstring. Returns notes on any
+    protection that could not be set up (the grader reports them)."""
+    notes = []
+    os.setsid()
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd, target in ((null, 0), (log, 1), (log, 2)):
+        os.dup2(fd, target)
+    os.close(log), os.close(null)
+    mb = 2**20
+    _limit(resource.RLIMIT_AS, spec.limits.memory_mb * mb)
+    _limit(resource.RLIMIT_FSIZE, spec.limits.file_mb * mb)
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NOFILE, 256)
+    _limit(resource.RLIMIT_CPU, cpu_seconds)
+    if spec.isolate and is_root():
+        libc = _libc()
+        try:
+            _check(libc.unshare(CLONE_NEWNET), "unshare the network namespace")
+        except OSError as e:
+            notes.append(f"network not isolated ({e})")
+        try:
+            _check(libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
+            _chroot(libc, spec.new_root, spec.visible)
+        except OSError as e:
+            notes.append(f"no private root: staff files are hidden by their permissions only ({e})")
+    os.environ.clear()
+    os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec.home, TMPDIR="/tmp", LANG="C.UTF-8",
+                      OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    if spec.uid is not None:
+        _limit(resource.RLIMIT_NPROC, spec.limits.processes)
+        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        os.setgroups([])
+        os.setgid(spec.uid)
+        os.setuid(spec.uid)
+        if os.getuid() != spec.uid or os.geteuid() != spec.uid:
+            raise RuntimeError(f"could not switch to user {spec.uid}")
+    os.closerange(3, 1 << 16)
+    os.chdir(spec.home)
+    return notes
+
+
+# ---------------------------------------------------------------- in the grader
+
+
+def _pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _uid_of(pid: int) -> int | None:
+    """The real user id of a live (not zombie) process, or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return None
+    if fields.get("State", "").strip().startswith("Z"):
+        return None
+    return int(fields["Uid"].split()[0])
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by pid (the worker called setsid), and pid itself."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_user(uid: int | None, rounds: int = 50) -> None:
+    """SIGKILL every process of user uid (the worker's own user id) until none is left."""
+    if uid is None or uid == 0 or uid == os.getuid():
+        return
+    for _ in range(rounds):
+        victims = [pid for pid in _pids() if _uid_of(pid) == uid]
+        if not victims:
+            return
+        for pid in victims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def describe(pid: int, spec: SandboxSpec) -> str:
+    """How the live worker pid is isolated, read from /proc by the grader (not reported by it)."""
+    if not spec.isolate:
+        return "sandbox off (test mode)"
+    if not is_root():
+        return "not isolated: the grader is not root, so the worker runs as the grader's user with network access"
+    parts = [f"user {_uid_of(pid)}"]
+    for ns, what in (("net", "no network"), ("mnt", "own root: only Python, the system and the sandbox")):
+        try:
+            separate = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+        except OSError:
+            separate = False
+        parts.append(what if separate else f"NOT {what}")
+    return ", ".join(parts)

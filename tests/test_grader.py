@@ -1,0 +1,458 @@
+"""Staff only: the grader (cs336_basics/staff/grader) on sample submissions built from the handout.
+
+Each sample is the handout with the reference's solution regions restored (all, some, or all
+but one replaced by a small edit), graded once per module, in parallel, with a 3 s time limit
+per component. Each must get exactly the score it deserves: the points of the components it
+really implements. The cheats (reading fixture files, patching the comparison, writing
+results.json, exiting early) all target the embedding component, which no other component
+uses, so a cheat costs exactly its points.
+"""
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cs336_basics.staff.grader import autograder, runner
+from cs336_basics.staff.grader.cases import REPO, graded_cases, public_tolerances
+from cs336_basics.staff.grader.config import load_config
+from cs336_basics.staff.grader.grade import grade
+from cs336_basics.staff.grader.gradebook import grade_all
+from cs336_basics.staff.grader.report import to_gradescope, write_results
+from cs336_basics.staff.grader.sandbox import SYSTEM_DIRS
+from cs336_basics.staff.grader.submission import SubmissionError, copy_package, extract_zip, find_package
+from cs336_basics.staff.handout import all_solution_regions, build_handout, restore_solutions
+
+CONFIG = load_config()
+POINTS = CONFIG.points
+# The reference needs <= 0.04 s per component (printed by `cs336 grade`): 3 s is 75x that, and
+# keeps the infinite loop's cost down.
+TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=3, startup_s=30))
+CHEATED = "embedding"  # every cheat below is in this component's kernel
+LINGER_MARK = "cs336-grader-test-lingering-process"
+
+
+def scores_if_only(*working: str) -> dict[str, float]:
+    return {c: float(POINTS[c]) if c in working else 0.0 for c in POINTS}
+
+
+ALL = tuple(POINTS)
+ALL_BUT_CHEATED = tuple(c for c in POINTS if c != CHEATED)
+
+
+# ------------------------------------------------------------------ building the samples
+
+
+def replace_region(root: Path, qualname: str, body: str) -> None:
+    """Swap the (restored) solution region of `qualname` in the sample at root for `body`."""
+    for rel, regions in all_solution_regions(REPO).items():
+        for r in regions:
+            if r.qualname == qualname:
+                path = root / rel
+                old = "".join(r.lines)
+                assert path.read_text().count(old) == 1, f"{qualname} is not restored in {path}"
+                path.write_text(path.read_text().replace(old, textwrap.indent(textwrap.dedent(body), r.indent)))
+                return
+    raise KeyError(qualname)
+
+
+def append(root: Path, rel: str, code: str) -> None:
+    path = root / rel
+    path.write_text(path.read_text() + "\n" + textwrap.dedent(code))
+
+
+FUNCTIONAL = "cs336_basics/nn/functional.py"
+ZEROS = "return torch.zeros(*token_ids.shape, weight.shape[1], dtype=weight.dtype)\n"
+
+READ_FIXTURES = f"""
+import glob as _glob
+from safetensors.torch import load_file as _load_file
+
+_FOUND = []  # every fixture file a student could guess the path of, public and hidden
+for _pattern in ("{REPO}/fixtures/*.safetensors", "{REPO}/hidden_fixtures/*.safetensors",
+                 "/autograder/source/*fixtures/*.safetensors"):
+    for _path in _glob.glob(_pattern):
+        try:
+            _FOUND.append(_load_file(_path))
+        except Exception:
+            pass
+"""
+LOOKUP = """
+for t in _FOUND:
+    ids, w = t.get("in/token_ids"), t.get("in/weights")
+    if ids is not None and ids.shape == token_ids.shape and torch.equal(ids, token_ids) and torch.equal(w, weight):
+        return t["expected"].to(weight.dtype)
+raise RuntimeError(f"no fixture matched among {len(_FOUND)} found")
+"""
+PATCH_COMPARISON = """
+import torch as _torch
+import cs336_basics.testing as _testing
+
+_torch.allclose = lambda *a, **k: True
+_torch.equal = lambda *a, **k: True
+_torch.testing.assert_close = lambda *a, **k: None
+_testing.compare = lambda *a, **k: _testing.Comparison(True, "ok", 0.0, 0.0)
+try:
+    import pytest as _pytest
+
+    _pytest.fail = lambda *a, **k: None
+except ImportError:
+    pass
+"""
+PROBE = f"""
+import json, os, socket
+seen = {{"uid": os.getuid(), "env": sorted(os.environ), "tmp": sorted(os.listdir("/tmp")), "root": sorted(os.listdir("/"))}}
+try:
+    seen["repo"] = sorted(os.listdir("{REPO}"))
+except OSError as e:
+    seen["repo"] = [type(e).__name__]
+try:
+    open("{REPO}/hidden_fixtures/" + sorted(os.listdir("{REPO}/hidden_fixtures"))[0], "rb").read(1)
+    seen["hidden"] = "readable"
+except OSError as e:
+    seen["hidden"] = type(e).__name__
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3)
+    seen["network"] = "connected"
+except OSError as e:
+    seen["network"] = str(e)
+raise RuntimeError("PROBE" + json.dumps(seen) + "PROBE")
+"""
+
+
+def write_results_cheat(targets: list[Path]) -> str:
+    fake = json.dumps({"score": 1000, "tests": []})
+    linger = (f"import time\nfor _ in range(200):\n    for p in {[str(t) for t in targets]!r}:\n"
+              f"        try:\n            open(p, 'w').write({fake!r})\n        except OSError:\n            pass\n"
+              f"    time.sleep(0.1)\n")
+    return f"""
+import os, subprocess, sys
+for target in {[str(t) for t in targets] + ["results.json", "/autograder/results/results.json"]!r}:
+    try:
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        with open(target, "w") as f:
+            f.write({fake!r})
+    except OSError:
+        pass
+subprocess.Popen([sys.executable, "-c", {linger!r}, "{LINGER_MARK}"], start_new_session=True)
+{ZEROS}"""
+
+
+def sample(tmp: Path, name: str, select=None) -> Path:
+    """A copy of the handout at tmp/name with the reference's solution regions (those `select` picks) restored."""
+    root = shutil.copytree(tmp / "handout", tmp / name)
+    restore_solutions(root, REPO, select)
+    return root
+
+
+def cheat(tmp: Path, name: str, body: str, module_code: str = "") -> Path:
+    """The reference with the embedding kernel's body replaced, and module_code appended to its file."""
+    root = sample(tmp, name)
+    if module_code:
+        append(root, FUNCTIONAL, module_code)
+    replace_region(root, "functional.embedding", body)
+    return root
+
+
+def build_samples(tmp: Path) -> dict[str, Path]:
+    """Every sample submission, as a directory (or zip) under tmp, where the handout and the reference are."""
+    samples = {"handout": tmp / "handout", "reference": tmp / "reference"}
+    samples["partial"] = sample(tmp, "partial", lambda r: r.component in ("linear", "silu", "rmsnorm"))
+    samples["reference_zip"] = Path(shutil.make_archive(str(tmp / "reference_zip"), "zip", tmp, "reference"))
+    root = samples["import_error"] = sample(tmp, "import_error")
+    swiglu = root / "cs336_basics/nn/modules/swiglu.py"
+    swiglu.write_text("import cs336_no_such_module  # noqa\n" + swiglu.read_text())
+    root = samples["infinite_loop"] = sample(tmp, "infinite_loop")
+    replace_region(root, "functional.softmax", "while True:\n    pass\n")
+    # 2 GB: fine on this machine without the limit, more than a worker's memory limit leaves
+    samples["memory_hog"] = cheat(tmp, "memory_hog", "hog = torch.ones(2**29)\nreturn weight[token_ids]\n")
+    samples["reads_fixtures"] = cheat(tmp, "reads_fixtures", LOOKUP, READ_FIXTURES)
+    samples["reads_fixtures_unsandboxed"] = cheat(tmp, "reads_fixtures_unsandboxed", LOOKUP, READ_FIXTURES)
+    samples["patches_comparison"] = cheat(tmp, "patches_comparison", ZEROS, PATCH_COMPARISON)
+    targets = [tmp / "writes_results.json", tmp / "grader_cwd" / "results.json"]
+    samples["writes_results"] = cheat(tmp, "writes_results", write_results_cheat(targets))
+    samples["exits_early"] = cheat(tmp, "exits_early", "import os\nos._exit(0)\n")
+    samples["probe"] = cheat(tmp, "probe", PROBE)
+    unsafe = samples["unsafe_zip"] = tmp / "unsafe.zip"
+    with zipfile.ZipFile(unsafe, "w") as z:
+        z.writestr("cs336_basics/__init__.py", "")
+        z.writestr("../escaped.py", "print('outside')\n")
+    return samples
+
+
+# ------------------------------------------------------------------ fixtures: build once, grade in parallel
+
+
+def _fake_gradescope(tmp: Path, submission: Path) -> tuple[Path, dict]:
+    """Unpack the bundle as Gradescope does (modes kept) into tmp/autograder/source, with the
+    submission in tmp/autograder/submission; returns (bundle zip, environment for run_autograder)."""
+    bundle = autograder.build_bundle(tmp / "autograder.zip")
+    source = tmp / "autograder" / "source"
+    with zipfile.ZipFile(bundle) as z:
+        z.extractall(source)
+        for info in z.infolist():
+            os.chmod(source / info.filename, (info.external_attr >> 16) & 0o777)
+    shutil.copytree(submission, tmp / "autograder" / "submission")
+    env = dict(os.environ, CS336_AUTOGRADER_ROOT=str(tmp / "autograder"), CS336_PYTHON=sys.executable)
+    return bundle, env
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The handout and the reference built from it; the forkserver starts first, to import torch meanwhile."""
+    runner.start_forkserver()
+    tmp = tmp_path_factory.mktemp("samples")
+    build_handout(tmp / "handout", lock=False)
+    return sample(tmp, "reference")
+
+
+@pytest.fixture(scope="module")
+def gradescope_run(reference, tmp_path_factory):
+    """run_autograder started on the reference against a fake /autograder, in the background
+    while the other samples are built and graded; the test waits for it."""
+    tmp = tmp_path_factory.mktemp("gradescope")
+    bundle, env = _fake_gradescope(tmp, reference)
+    run = tmp / "autograder" / "source" / "run_autograder"
+    proc = subprocess.Popen([str(run)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    yield bundle, tmp / "autograder", proc
+    proc.kill()
+
+
+@pytest.fixture(scope="module")
+def samples(reference, gradescope_run) -> dict[str, Path]:
+    return build_samples(reference.parent)
+
+
+@pytest.fixture(scope="module")
+def graded(samples) -> dict:
+    """{sample: GradeReport}, all graded in parallel (threads; the workers are processes)."""
+    configs = {name: TEST_CONFIG for name in samples}
+    configs["reads_fixtures_unsandboxed"] = replace(TEST_CONFIG, isolate=False)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {name: pool.submit(grade, path, configs[name]) for name, path in samples.items()}
+        reports = {name: f.result() for name, f in futures.items()}
+    write_results(reports["writes_results"], samples["handout"].parent / "writes_results.json")
+    return reports
+
+
+def outputs(report, component: str, hidden: bool | None = None) -> list[str]:
+    return [r.output for r in report.results if r.case.component == component and hidden in (None, r.case.hidden)]
+
+
+# ------------------------------------------------------------------ scores
+
+
+def test_grader_reference_scores_full_marks(graded):
+    report = graded["reference"]
+    assert report.component_scores() == scores_if_only(*ALL)
+    assert report.score == report.max_score == CONFIG.max_score
+    assert all(r.passed for r in report.results)
+
+
+def test_grader_untouched_handout_scores_zero(graded):
+    report = graded["handout"]
+    assert report.score == 0
+    assert all("NotImplementedError" in r.output for r in report.results)
+
+
+def test_grader_partial_submission_scores_exactly_its_finished_components(graded):
+    assert graded["partial"].component_scores() == scores_if_only("linear", "silu", "rmsnorm")
+
+
+def test_grader_zip_of_reference_scores_full_marks(graded):
+    assert graded["reference_zip"].score == CONFIG.max_score
+
+
+def test_grader_import_error_scores_zero_and_says_why(graded):
+    report = graded["import_error"]
+    assert report.score == 0
+    assert all("No module named 'cs336_no_such_module'" in r.output for r in report.results)
+
+
+def test_grader_infinite_loop_loses_only_that_component(graded):
+    report = graded["infinite_loop"]
+    assert report.component_scores() == scores_if_only(*(c for c in ALL if c != "softmax"))
+    assert all("time limit of 3 s" in o for o in outputs(report, "softmax"))
+
+
+def test_grader_memory_hog_loses_only_that_component(graded):
+    report = graded["memory_hog"]
+    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert all("out of memory" in o for o in outputs(report, CHEATED))
+
+
+def test_grader_early_exit_loses_only_that_component(graded):
+    report = graded["exits_early"]
+    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert all("exited with code 0" in o for o in outputs(report, CHEATED))
+
+
+# ------------------------------------------------------------------ cheats
+
+
+def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
+    # the control: the cheat is real, so the next test shows the sandbox is what stops it
+    assert graded["reads_fixtures_unsandboxed"].score == CONFIG.max_score
+
+
+def test_grader_reading_fixture_files_finds_nothing(graded):
+    report = graded["reads_fixtures"]
+    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert all("no fixture matched among 0 found" in o for o in outputs(report, CHEATED))
+
+
+def test_grader_patching_the_comparison_changes_nothing(graded):
+    assert graded["patches_comparison"].component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+
+
+def test_grader_writing_results_json_changes_nothing(graded, samples):
+    tmp = samples["handout"].parent
+    written = json.loads((tmp / "writes_results.json").read_text())
+    assert written == to_gradescope(graded["writes_results"])
+    assert written["score"] == CONFIG.max_score - POINTS[CHEATED]
+    assert not (tmp / "grader_cwd" / "results.json").exists()
+
+
+def test_grader_kills_processes_the_submission_left_behind(graded):
+    lingering = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if LINGER_MARK in Path(f"/proc/{pid}/cmdline").read_text():
+                lingering.append(pid)
+        except OSError:
+            pass
+    assert not lingering
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root; without it the worker runs as the grader")
+def test_grader_worker_runs_unprivileged_without_network_or_staff_files(graded):
+    output = outputs(graded["probe"], CHEATED, hidden=False)[0]
+    seen = json.loads(re.search(r"PROBE(\{.*\})PROBE", output).group(1))
+    assert seen["uid"] not in (0, os.getuid())
+    assert set(seen["repo"]) <= {".venv"}  # the staff repository is an empty directory
+    assert seen["hidden"] in ("FileNotFoundError", "PermissionError")
+    assert "unreachable" in seen["network"]
+    assert set(seen["env"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE"}
+    assert len(seen["tmp"]) == 1 and seen["tmp"][0].startswith("cs336-grade-")  # only its own sandbox
+    python = {Path(os.path.realpath(p)).parts[1] for p in (sys.prefix, sys.base_prefix)}
+    assert set(seen["root"]) <= {d.strip("/") for d in SYSTEM_DIRS} | {"tmp"} | python  # a root of its own
+
+
+# ------------------------------------------------------------------ results.json
+
+
+@pytest.mark.parametrize("name", ["reference", "handout", "infinite_loop", "exits_early", "import_error", "unsafe_zip"])
+def test_grader_results_json_lists_every_test_with_max_score(graded, name):
+    data = to_gradescope(graded[name])
+    cases = graded_cases(CONFIG.components)
+    assert [t["name"] for t in data["tests"]] == [c.title for c in cases]
+    assert round(sum(t["max_score"] for t in data["tests"]), 4) == CONFIG.max_score
+    assert data["score"] == round(sum(t["score"] for t in data["tests"]), 4) == graded[name].score
+    for test, case in zip(data["tests"], cases, strict=True):
+        assert test["visibility"] == ("after_published" if case.hidden else "visible")
+        assert test["status"] == ("passed" if test["score"] == test["max_score"] else "failed")
+        assert test["output"]
+
+
+def test_grader_hidden_failures_do_not_show_expected_values(graded):
+    report = graded["patches_comparison"]
+    assert all("expected" not in o and "worst at" not in o for o in outputs(report, CHEATED, hidden=True))
+    assert all("max abs error" in o for o in outputs(report, CHEATED, hidden=True))
+    assert all("worst at index" in o for o in outputs(report, CHEATED, hidden=False))
+
+
+def test_grader_unsafe_zip_scores_zero_with_a_message(graded):
+    report = graded["unsafe_zip"]
+    assert report.score == 0
+    assert all("unsafe path in the zip: '../escaped.py'" in r.output for r in report.results)
+
+
+@pytest.mark.parametrize("member", ["../up.py", "/abs.py", "link"], ids=["parent", "absolute", "symlink"])
+def test_grader_zip_extraction_rejects_escaping_members(tmp_path, member):
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        info = zipfile.ZipInfo(member)
+        if member == "link":
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        z.writestr(info, "/etc/passwd")
+    with pytest.raises(SubmissionError):
+        extract_zip(bad, tmp_path / "out")
+    assert not (tmp_path / "up.py").exists()
+
+
+def test_grader_copies_no_symlinks_from_a_submission(tmp_path):
+    sub = tmp_path / "sub"
+    (sub / "cs336_basics").mkdir(parents=True)
+    (sub / "cs336_basics" / "__init__.py").write_text("")
+    (sub / "cs336_basics" / "secret.py").symlink_to(REPO / "cs336_basics" / "staff" / "hidden_cases.py")
+    (sub / "cs336_basics" / "fixtures").symlink_to(REPO / "hidden_fixtures")
+    copy_package(find_package(sub), tmp_path / "copy")
+    assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["__init__.py"]
+
+
+def test_grader_does_not_follow_a_symlinked_package(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "cs336_basics").symlink_to(REPO / "cs336_basics")
+    with pytest.raises(SubmissionError, match="no cs336_basics/ package"):
+        find_package(tmp_path / "sub")
+
+
+def test_grader_reads_public_tolerances_from_test_files():
+    import importlib
+
+    for component in CONFIG.components:
+        module = importlib.import_module(f"tests.test_{component}")
+        assert public_tolerances(component) == module.TOL
+
+
+# ------------------------------------------------------------------ grade-all and the Gradescope bundle
+
+
+def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    shutil.copytree(samples["partial"], inbox / "alice")
+    shutil.copy(samples["reference_zip"], inbox / "bob.zip")
+    reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=TEST_CONFIG,
+                        echo=lambda line: None)
+    rows = (tmp_path / "gradebook.csv").read_text().splitlines()
+    partial = sum(POINTS[c] for c in ("linear", "silu", "rmsnorm"))
+    assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score"])
+    assert rows[1].startswith("alice,") and rows[1].endswith(f",{partial:g},{CONFIG.max_score:g}")
+    assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g}")
+    assert [r.score for r in reports] == [partial, CONFIG.max_score]
+    assert json.loads((tmp_path / "results" / "alice.json").read_text())["score"] == partial
+    assert json.loads((tmp_path / "results" / "bob.zip.json").read_text())["score"] == CONFIG.max_score
+
+
+def test_grader_autograder_bundle_has_scripts_and_grading_files(gradescope_run):
+    bundle = gradescope_run[0]
+    with zipfile.ZipFile(bundle) as z:
+        modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in z.infolist()}
+    assert modes["setup.sh"] == modes["run_autograder"] == 0o755
+    hidden = {c.path.name for c in graded_cases(CONFIG.components) if c.hidden}
+    assert hidden and {f"hidden_fixtures/{n}" for n in hidden} <= set(modes)
+    for name in ("pyproject.toml", "uv.lock", "tests/adapters.py", "cs336_basics/staff/grading.toml",
+                 "cs336_basics/staff/grader/grade.py", "cs336_basics/staff/hidden_cases.py", "fixtures/linear.safetensors"):
+        assert name in modes
+    assert not any("__pycache__" in n for n in modes)
+
+
+def test_grader_autograder_bundle_grades_a_fake_gradescope_layout(gradescope_run):
+    _, root, proc = gradescope_run
+    log, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, log
+    assert f"grader and fixtures: {root / 'source'}" in log  # the bundle's grader, not this checkout's
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == CONFIG.max_score, log
+    assert len(results["tests"]) == len(graded_cases(CONFIG.components))
