@@ -9,8 +9,8 @@ from .adapters import run_ffn_block
 from .oracles import ORACLES
 
 TOL = {
-    "ffn_block_rmsnorm_swiglu": tolerance(3.2e-7),
-    "ffn_block_layernorm_gelu": tolerance(3.8e-7),
+    "ffn_block_llama": tolerance(3.2e-7),
+    "ffn_block_original": tolerance(3.8e-7),
 }
 
 

@@ -213,8 +213,8 @@ PUBLIC_CASES = [
     Case("swiglu_4d", "swiglu", "run_swiglu", 19, swiglu_case((2, 2, 3), 40, 96, x_std=3.0)),
     Case("swiglu_bf16", "swiglu", "run_swiglu", 20, swiglu_case(B, 64, 128), dtype=BF16),
     Case("positionwise_ffn", "positionwise_ffn", "run_positionwise_feedforward", 21, positionwise_case(B, 64, 256)),
-    Case("ffn_block_rmsnorm_swiglu", "ffn_block", "run_ffn_block", 22, ffn_block_case(B, 64, 192, "rmsnorm", "swiglu", "silu")),
-    Case("ffn_block_layernorm_gelu", "ffn_block", "run_ffn_block", 23,
+    Case("ffn_block_llama", "ffn_block", "run_ffn_block", 22, ffn_block_case(B, 64, 192, "rmsnorm", "swiglu", "silu")),
+    Case("ffn_block_original", "ffn_block", "run_ffn_block", 23,
          ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True)),
 ]
 
