@@ -209,7 +209,10 @@ def rmsnorm(
     Cast order (default, CS336): upcast x and g to float32, normalise and multiply by g in
     float32, cast the product to x's dtype: one rounding. With cast_before_gain=True (Meta's
     llama, Hugging Face's LlamaRMSNorm): the normalised value is cast to x's dtype first and
-    then multiplied by g in x's dtype: two roundings in bfloat16. float64 stays float64.
+    then multiplied by g in x's dtype: two roundings in bfloat16. The default is CS336's order
+    because it rounds once: in bfloat16 its max error against the float64 truth is 3.0e-3
+    against 5.1e-3 for the other order, which differs from it in 26% of elements
+    (tests/test_dtypes.py). float64 stays float64.
     """
     check_float("x", x)
     check_float("weight", weight)
