@@ -9,6 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cs336_basics.testing import COMPONENTS
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -27,16 +29,20 @@ class ComponentStatus:
         return self.passed + self.failed
 
 
-def component_of(classname: str) -> str:
-    """tests.test_swiglu -> swiglu (one component per test file)."""
-    module = classname.split(".")[-1] if classname else "?"
-    return module.removeprefix("test_")
+def component_of(classname: str, name: str) -> str:
+    """The component a test belongs to: the first component name in the test's name or its
+    parameters (`test_bad_input_raises_clear_error[swiglu-d_ff_zero]` -> swiglu), longest names
+    first; otherwise its test file (`tests.test_ffn_width` -> ffn_width)."""
+    for component in sorted(COMPONENTS, key=len, reverse=True):
+        if component in name:
+            return component
+    return classname.split(".")[-1].removeprefix("test_") if classname else "?"
 
 
 def parse_junit(path: Path) -> dict[str, ComponentStatus]:
     table: dict[str, ComponentStatus] = defaultdict(ComponentStatus)
     for case in ET.parse(path).getroot().iter("testcase"):
-        row = table[component_of(case.get("classname", ""))]
+        row = table[component_of(case.get("classname", ""), case.get("name", ""))]
         if case.find("skipped") is not None:
             row.skipped += 1
             continue
@@ -50,8 +56,10 @@ def parse_junit(path: Path) -> dict[str, ComponentStatus]:
             row.failures.append(case.get("name"))
             if not row.first_failure:
                 row.first_failure = (problem.get("message") or "").splitlines()[0][:100] if problem.get("message") else ""
-        for prop in case.iter("property"):
-            name, value = prop.get("name"), prop.get("value")
+        properties = {prop.get("name"): prop.get("value") for prop in case.iter("property")}
+        if "fixture" not in properties:  # only snapshot tests measure an error against a fixture
+            continue
+        for name, value in properties.items():
             if name in ("max_scaled_err", "max_abs_err") and value not in (None, "nan"):
                 current = getattr(row, name)
                 setattr(row, name, max(float(value), current) if current is not None else float(value))
@@ -75,7 +83,8 @@ def _fmt(x: float | None) -> str:
 
 def format_table(table: dict[str, ComponentStatus]) -> str:
     lines = [f"{'component':<22} {'passed':>9}  {'max abs err':>11}  {'max scaled err':>14}  first failure"]
-    for name in sorted(table):
+    components_first = [c for c in COMPONENTS if c in table] + sorted(set(table) - set(COMPONENTS))
+    for name in components_first:
         row = table[name]
         mark = "ok " if row.failed == 0 else "FAIL"
         lines.append(
@@ -98,5 +107,5 @@ def run(args) -> int:
 
 def add_command(commands) -> None:
     p = commands.add_parser("status", help="per-component table: tests passed/total, max error against the fixtures")
-    p.add_argument("pytest_args", nargs="*", help="extra arguments for pytest, e.g. -k swiglu")
-    p.set_defaults(run=run)
+    p.description = "Any further arguments go to pytest, e.g. `cs336 status -k swiglu`."
+    p.set_defaults(run=run, pytest_args=[], passes_unknown_args_to="pytest_args")

@@ -34,6 +34,7 @@ CASES = [
     ("embedding-negative_id", lambda: F.embedding(torch.tensor([0, -1]), x(10, 4)), ValueError, r"token_ids must lie in \[0, vocab_size=10\), got values in \[-1, 0\]"),
     ("embedding-id_too_large", lambda: F.embedding(torch.tensor([3, 10]), x(10, 4)), ValueError, r"token_ids must lie in \[0, vocab_size=10\), got values in \[3, 10\]"),
     ("embedding-float_ids", lambda: F.embedding(torch.tensor([1.0, 2.0]), x(10, 4)), TypeError, r"token_ids must be an integer tensor .* got torch.float32"),
+    ("embedding-uint8_ids", lambda: F.embedding(torch.tensor([1, 2], dtype=torch.uint8), x(10, 4)), TypeError, r"token_ids must be an integer tensor .* got torch.uint8"),
     ("embedding-adapter_wrong_vocab", lambda: run_embedding(12, 4, x(10, 4), torch.tensor([1])), ValueError, r"Embedding .*weight: shape \(10, 4\), expected \(12, 4\)"),
     ("embedding-module_zero_vocab", lambda: Embedding(0, 4), ValueError, r"num_embeddings must be > 0, got 0"),
     ("rmsnorm-weight_shape", lambda: F.rmsnorm(x(2, 64), x(63)), ValueError, r"weight must have shape \(64,\), got \(63,\)"),

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cs336_basics.testing import COMPONENTS
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "cs336_basics"
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
@@ -39,9 +41,6 @@ STAFF_MARKERS = ("cs336_basics.staff", "from cs336_basics import staff")
 STAFF_TESTS = {"test_mistake_catalogue.py"}
 NEVER_SHIPPED = {"staff", "hidden_tests", "hidden_fixtures", "__pycache__", ".pytest_cache", ".hypothesis"}
 ALWAYS_DEV = {"pytest", "beartype"}  # pytest runs the tests; beartype backs the jaxtyping hook in addopts
-# Component names as in the tests' names (`uv run pytest -k swiglu`) and handout/README.md's sections.
-COMPONENTS = ("linear", "embedding", "silu", "gelu", "softmax", "rmsnorm", "layernorm",
-              "swiglu", "positionwise_ffn", "ffn_block")
 
 
 @dataclass
