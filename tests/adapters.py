@@ -1,7 +1,8 @@
 """Adapters: the `run_*` functions the tests call, with the names and parameters of Stanford
-CS336 assignment 1 (v1.0.2), each wired to this package in a line or two. Each builds the
-module in the weights' dtype and device, loads the given weights through `load_state_dict`
-(strictly, through `cs336_basics.nn.convert.load_state_dict`), and calls it.
+CS336 assignment 1 (v1.0.2), each wired to this package in a line or two. The stateless ones
+call the kernel; the others build the module in the dtype and device of its weights (the FFN
+block: of its input), load the given weights strictly (through
+`cs336_basics.nn.convert.load_state_dict`) and call it.
 """
 
 import torch

@@ -460,3 +460,15 @@ def test_grader_autograder_bundle_grades_a_fake_gradescope_layout(gradescope_run
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == CONFIG.max_score, log
     assert len(results["tests"]) == len(graded_cases(CONFIG.components))
+
+
+def test_grader_zip_with_a_corrupt_member_is_a_submission_error(tmp_path):
+    bad = tmp_path / "corrupt.zip"
+    with zipfile.ZipFile(bad, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("cs336_basics/__init__.py", "".join(f"x{i} = {i * 7919 % 104729}\n" for i in range(400)))
+    data = bytearray(bad.read_bytes())
+    start = data.index(b"__init__.py") + len("__init__.py")  # the compressed bytes follow the local header
+    data[start + 100 : start + 140] = b"\xff" * 40  # well inside them
+    bad.write_bytes(bytes(data))
+    with pytest.raises(SubmissionError, match="could not extract 'cs336_basics/__init__.py' from the zip"):
+        extract_zip(bad, tmp_path / "out")

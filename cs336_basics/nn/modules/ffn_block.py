@@ -34,15 +34,15 @@ class FFNBlockConfig:
 
     def __post_init__(self):
         check_positive("d_model", self.d_model)
+        if self.norm not in NORMS:
+            raise ValueError(f"unknown norm {self.norm!r}; valid names are {list(NORMS)}")
+        if self.ffn not in FFNS:
+            raise ValueError(f"unknown ffn {self.ffn!r}; valid names are {list(FFNS)}")
         if self.d_ff is not None:
             check_positive("d_ff", self.d_ff)
         elif self.ffn != "swiglu":
             raise ValueError(f"d_ff=None (the 8/3 rule) is for ffn='swiglu'; ffn={self.ffn!r} needs a d_ff")
         check_positive("eps", self.eps)
-        if self.norm not in NORMS:
-            raise ValueError(f"unknown norm {self.norm!r}; valid names are {list(NORMS)}")
-        if self.ffn not in FFNS:
-            raise ValueError(f"unknown ffn {self.ffn!r}; valid names are {list(FFNS)}")
         F.get_activation(self.activation)
 
 

@@ -8,7 +8,8 @@ from cs336_basics.nn._checks import check_positive
 
 class RMSNorm(nn.Module):
     """x / sqrt(mean(x^2) + eps) * weight over the last dimension; `weight` (the gain g)
-    starts at ones. Computed in float32, returned in x's dtype (see functional.rmsnorm)."""
+    starts at ones. Computed in float32 (float64 stays float64), returned in x's dtype (see
+    functional.rmsnorm for the cast order)."""
 
     def __init__(self, d_model: int, eps: float = 1e-5, device=None, dtype=None):
         super().__init__()

@@ -177,6 +177,9 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
             root = _prepare(Path(submission), base, cases, fixtures)
         except SubmissionError as e:
             verdicts = {c.name: (False, f"your submission could not be graded: {e}") for c in cases}
+        except Exception as e:  # noqa: BLE001 - an unreadable archive must not stop results.json
+            report.notes.append("could not prepare the submission:\n" + traceback.format_exc(limit=-3))
+            verdicts = {c.name: (False, f"your submission could not be read: {type(e).__name__}") for c in cases}
         else:
             verdicts = _run(root, base / "private", cases, fixtures, config, report)
     finally:

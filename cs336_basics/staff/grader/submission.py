@@ -49,8 +49,8 @@ def extract_zip(zip_path: Path, dest: Path) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.open(m) as src, open(target, "wb") as out:
                     shutil.copyfileobj(src, out)
-            except (OSError, zipfile.BadZipFile) as e:
-                raise SubmissionError(f"could not extract {m.filename!r} from the zip: {e}") from None
+            except Exception as e:  # noqa: BLE001 - encrypted, unsupported or corrupt members raise many types
+                raise SubmissionError(f"could not extract {m.filename!r} from the zip: {type(e).__name__}: {e}") from None
     return dest
 
 
