@@ -285,6 +285,15 @@ def test_grader_infinite_loop_loses_only_that_component(graded):
     assert all("time limit of 3 s" in o for o in outputs(report, "softmax"))
 
 
+def test_grader_time_budget_fails_the_components_it_did_not_reach(samples):
+    config = replace(TEST_CONFIG, limits=replace(TEST_CONFIG.limits, total_s=2))  # softmax hangs past it
+    report = grade(samples["infinite_loop"], config)
+    reached = ALL[: ALL.index("softmax")]
+    assert report.component_scores() == scores_if_only(*reached)
+    after = [c for c in ALL if c not in reached and c != "softmax"]
+    assert all("time budget of 2 s for the whole submission ran out" in o for c in after for o in outputs(report, c))
+
+
 def test_grader_memory_hog_loses_only_that_component(graded):
     report = graded["memory_hog"]
     assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)

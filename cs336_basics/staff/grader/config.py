@@ -12,6 +12,7 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "grading.toml"
 class Limits:
     time_per_component_s: int | float = 60  # wall clock for all of a component's cases
     startup_s: int | float = 60  # start a worker and import the submission
+    total_s: int | float = 480  # all components together: stay under the Gradescope timeout
     memory_mb: int = 4500  # RLIMIT_AS of a worker (see grading.toml for the measurement)
     file_mb: int = 64  # RLIMIT_FSIZE: largest file a worker may write
     processes: int = 64  # RLIMIT_NPROC of the worker's user (root only)

@@ -93,12 +93,18 @@ class Runner:
         self.notes: list[str] = []
         self.workers = 0  # started so far
         self.seconds: dict[str, float] = {}  # wall time of the first startup and of each finished component
+        self.budget_end = float("inf")  # set by run(): when the whole submission's time is up
 
     def run(self, plan: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, ComponentRun]:
         """plan: [(component, [(case, adapter), ...]), ...]. Returns each component's ComponentRun."""
         runs: dict[str, ComponentRun] = {}
         remaining = list(plan)
+        self.budget_end = time.monotonic() + self.spec.limits.total_s
         while remaining:
+            if time.monotonic() >= self.budget_end:
+                message = (f"not run: the grading time budget of {self.spec.limits.total_s:g} s for the whole "
+                           f"submission ran out before this component (earlier ones were slow or hung).")
+                return runs | {c: ComponentRun(False, message) for c, _ in remaining}
             done = self._one_worker(remaining)
             runs.update(done)
             remaining = [p for p in remaining if p[0] not in runs]
@@ -147,7 +153,7 @@ class Runner:
                         now = time.monotonic()
                         self.seconds[plan[len(runs) - 1][0]] = now - (deadline - self.spec.limits.time_per_component_s)
                         deadline = now + self.spec.limits.time_per_component_s
-                if len(runs) < len(plan) and (not alive or time.monotonic() > deadline):
+                if len(runs) < len(plan) and (not alive or time.monotonic() > min(deadline, self.budget_end)):
                     rest = [c for c, _ in plan[len(runs):]]
                     return runs | self._failure(rest, ready, None if alive else process.exitcode, log)
             return runs
