@@ -481,3 +481,13 @@ def test_grader_zip_with_a_corrupt_member_is_a_submission_error(tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(SubmissionError, match="could not extract 'cs336_basics/__init__.py' from the zip"):
         extract_zip(bad, tmp_path / "out")
+
+
+def test_grader_command_refuses_to_grade_without_root_unless_told(monkeypatch, capsys, tmp_path):
+    from cs336_basics.cli import main
+
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert main(["grade", str(tmp_path), "--results", str(tmp_path / "r.json")]) == 2
+    assert "refusing to grade without root" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+    assert main(["grade-all", str(tmp_path)]) == 2

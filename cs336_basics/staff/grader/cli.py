@@ -10,7 +10,23 @@ def _config(args):
     return load_config(Path(args.config) if args.config else DEFAULT_CONFIG)
 
 
+def _refuse_without_sandbox(args) -> int | None:
+    """Student code is untrusted: without root there is no sandbox (no user switch, no network
+    cut, the hidden fixtures are readable), so grading then needs an explicit opt-in."""
+    import os
+    import sys
+
+    if os.geteuid() == 0 or args.allow_unsandboxed:
+        return None
+    print("cs336: refusing to grade without root: the sandbox that keeps student code away from the "
+          "hidden fixtures and the network needs it. Run as root (as Gradescope does), or pass "
+          "--allow-unsandboxed for submissions you trust.", file=sys.stderr)
+    return 2
+
+
 def _grade(args) -> int:
+    if (refused := _refuse_without_sandbox(args)) is not None:
+        return refused
     from cs336_basics.staff.grader import runner
 
     runner.start_forkserver()  # its `import torch` runs while this process does its own
@@ -27,6 +43,8 @@ def _grade(args) -> int:
 
 
 def _grade_all(args) -> int:
+    if (refused := _refuse_without_sandbox(args)) is not None:
+        return refused
     from cs336_basics.staff.grader import runner
 
     runner.start_forkserver()
@@ -49,6 +67,7 @@ def add_commands(commands) -> None:
     p.add_argument("submission", metavar="SUBMISSION")
     p.add_argument("--results", default="results.json", help="where to write Gradescope's results.json (default: %(default)s)")
     p.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
+    p.add_argument("--allow-unsandboxed", action="store_true", help="grade even when not root (no sandbox)")
     p.set_defaults(run=_grade)
 
     p = commands.add_parser("grade-all", help="(staff) grade every submission (subdirectory or zip) in DIR")
@@ -57,6 +76,7 @@ def add_commands(commands) -> None:
     p.add_argument("--gradebook", default="gradebook.csv", help="CSV gradebook to write (default: %(default)s)")
     p.add_argument("--results-dir", default="results", help="one <submission>.json per submission (default: %(default)s)")
     p.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
+    p.add_argument("--allow-unsandboxed", action="store_true", help="grade even when not root (no sandbox)")
     p.set_defaults(run=_grade_all)
 
     p = commands.add_parser("autograder", help="(staff) write the Gradescope autograder bundle to OUT.zip")
