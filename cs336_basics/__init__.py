@@ -1,0 +1,6 @@
+# The graded components, in the order students build them. Every test's name carries one, so
+# `uv run pytest -k <component>` selects that component's tests. Defined here, with no torch
+# import, so that `cs336 --help` and `cs336 status` start at once.
+COMPONENTS = (
+    "linear", "embedding", "silu", "gelu", "softmax", "rmsnorm", "layernorm", "swiglu", "positionwise_ffn", "ffn_block",
+)

@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cs336_basics.testing import COMPONENTS
+from cs336_basics import COMPONENTS
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -3,6 +3,23 @@ None of this is our code path; the reference must agree with it."""
 
 import torch.nn.functional as TF
 
+ACTIVATIONS = {
+    "silu": TF.silu,
+    "gelu": TF.gelu,
+    "gelu_tanh": lambda x: TF.gelu(x, approximate="tanh"),
+    "relu": TF.relu,
+}
+
+
+def swiglu_ffn(x, w1, w2, w3, activation="silu"):
+    """W2(act(W1 x) * W3 x) with F.linear, like functional.swiglu_ffn."""
+    return TF.linear(ACTIVATIONS[activation](TF.linear(x, w1)) * TF.linear(x, w3), w2)
+
+
+def positionwise_ffn(x, w1, b1, w2, b2, activation="gelu"):
+    """act(x W1^T + b1) W2^T + b2 with F.linear, like functional.positionwise_ffn."""
+    return TF.linear(ACTIVATIONS[activation](TF.linear(x, w1, b1)), w2, b2)
+
 
 def _ffn_block(d_model, d_ff, weights, in_features, norm="rmsnorm", ffn="swiglu", activation="silu", eps=1e-5, bias=False):
     w, x = weights, in_features
@@ -10,21 +27,13 @@ def _ffn_block(d_model, d_ff, weights, in_features, norm="rmsnorm", ffn="swiglu"
         h = TF.rms_norm(x, (d_model,), w["ffn_norm.weight"], eps)
     else:
         h = TF.layer_norm(x, (d_model,), w["ffn_norm.weight"], w.get("ffn_norm.bias"), eps)
-    act = ACTIVATIONS[activation]
     if ffn == "swiglu":
-        gate = act(TF.linear(h, w["feed_forward.w1.weight"]))
-        h = TF.linear(gate * TF.linear(h, w["feed_forward.w3.weight"]), w["feed_forward.w2.weight"])
+        h = swiglu_ffn(h, w["feed_forward.w1.weight"], w["feed_forward.w2.weight"], w["feed_forward.w3.weight"], activation)
     else:
-        h = TF.linear(act(TF.linear(h, w["feed_forward.w1.weight"], w.get("feed_forward.b1"))), w["feed_forward.w2.weight"], w.get("feed_forward.b2"))
+        h = positionwise_ffn(h, w["feed_forward.w1.weight"], w.get("feed_forward.b1"), w["feed_forward.w2.weight"],
+                             w.get("feed_forward.b2"), activation)
     return x + h
 
-
-ACTIVATIONS = {
-    "silu": TF.silu,
-    "gelu": TF.gelu,
-    "gelu_tanh": lambda x: TF.gelu(x, approximate="tanh"),
-    "relu": TF.relu,
-}
 
 ORACLES = {
     "run_linear": lambda d_in, d_out, weights, in_features: TF.linear(in_features, weights),
@@ -34,11 +43,11 @@ ORACLES = {
     "run_softmax": lambda in_features, dim: TF.softmax(in_features, dim=dim),
     "run_rmsnorm": lambda d_model, eps, weights, in_features: TF.rms_norm(in_features, (d_model,), weights, eps),
     "run_layernorm": lambda d_model, eps, weights, biases, in_features: TF.layer_norm(in_features, (d_model,), weights, biases, eps),
-    "run_swiglu": lambda d_model, d_ff, w1_weight, w2_weight, w3_weight, in_features: TF.linear(
-        TF.silu(TF.linear(in_features, w1_weight)) * TF.linear(in_features, w3_weight), w2_weight
+    "run_swiglu": lambda d_model, d_ff, w1_weight, w2_weight, w3_weight, in_features: swiglu_ffn(
+        in_features, w1_weight, w2_weight, w3_weight
     ),
-    "run_positionwise_feedforward": lambda d_model, d_ff, w1_weight, b1, w2_weight, b2, in_features, activation="gelu": TF.linear(
-        ACTIVATIONS[activation](TF.linear(in_features, w1_weight, b1)), w2_weight, b2
+    "run_positionwise_feedforward": lambda d_model, d_ff, w1_weight, b1, w2_weight, b2, in_features, activation="gelu": (
+        positionwise_ffn(in_features, w1_weight, b1, w2_weight, b2, activation)
     ),
     "run_ffn_block": _ffn_block,
 }

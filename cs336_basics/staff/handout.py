@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics.testing import COMPONENTS
+from cs336_basics import COMPONENTS
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "cs336_basics"

@@ -27,7 +27,8 @@ from cs336_basics.staff.fixture_cases import (
     softmax_case,
     swiglu_case,
 )
-from cs336_basics.testing import COMPONENTS, tolerance
+from cs336_basics import COMPONENTS
+from cs336_basics.testing import tolerance
 
 
 def edited(make: Callable[[torch.Generator], dict], edit: Callable[[dict], None]) -> Callable[[torch.Generator], dict]:
