@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import torch
 
+from cs336_basics import COMPONENTS
+from cs336_basics.fixture_io import FIXTURES_DIR
 from cs336_basics.staff.fixture_cases import (
     BF16,
     PUBLIC_CASES,
@@ -27,8 +29,9 @@ from cs336_basics.staff.fixture_cases import (
     softmax_case,
     swiglu_case,
 )
-from cs336_basics import COMPONENTS
 from cs336_basics.testing import tolerance
+
+HIDDEN_FIXTURES_DIR = FIXTURES_DIR.parent / "hidden_fixtures"  # never shipped to students
 
 
 def edited(make: Callable[[torch.Generator], dict], edit: Callable[[dict], None]) -> Callable[[torch.Generator], dict]:

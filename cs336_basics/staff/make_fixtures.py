@@ -7,11 +7,10 @@ import torch
 
 from cs336_basics.fixture_io import FIXTURES_DIR, Fixture, load_fixture, save_fixture
 from cs336_basics.staff.fixture_cases import PUBLIC_CASES, REFERENCE, Case
-from cs336_basics.staff.hidden_cases import HIDDEN_CASES
+from cs336_basics.staff.hidden_cases import HIDDEN_CASES, HIDDEN_FIXTURES_DIR
 
 CASES = PUBLIC_CASES + HIDDEN_CASES
 
-HIDDEN_FIXTURES_DIR = FIXTURES_DIR.parent / "hidden_fixtures"
 
 
 def directory_for(case: Case) -> Path:

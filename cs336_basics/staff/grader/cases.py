@@ -14,12 +14,11 @@ from pathlib import Path
 import torch
 
 from cs336_basics.fixture_io import FIXTURES_DIR
-from cs336_basics.staff.hidden_cases import hidden_tolerances
+from cs336_basics.staff.hidden_cases import HIDDEN_FIXTURES_DIR, hidden_tolerances
 from cs336_basics.testing import tolerance
 
 REPO = FIXTURES_DIR.parent
 TESTS_DIR = REPO / "tests"
-HIDDEN_FIXTURES_DIR = REPO / "hidden_fixtures"
 ADAPTERS = TESTS_DIR / "adapters.py"
 _AST_LOCK = threading.Lock()
 
