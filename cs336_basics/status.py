@@ -6,7 +6,7 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics import COMPONENTS
@@ -22,7 +22,6 @@ class ComponentStatus:
     max_scaled_err: float | None = None
     max_abs_err: float | None = None
     first_failure: str = ""
-    failures: list = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -53,9 +52,8 @@ def parse_junit(path: Path) -> dict[str, ComponentStatus]:
             row.passed += 1
         else:
             row.failed += 1
-            row.failures.append(case.get("name"))
             if not row.first_failure:
-                row.first_failure = (problem.get("message") or "").splitlines()[0][:100] if problem.get("message") else ""
+                row.first_failure = (problem.get("message") or "").split("\n")[0][:100]
         properties = {prop.get("name"): prop.get("value") for prop in case.iter("property")}
         if "fixture" not in properties:  # only snapshot tests measure an error against a fixture
             continue
