@@ -1,10 +1,11 @@
 """The fixture file format, read and written in one place.
 
 A fixture is one safetensors file `<name>.safetensors` holding:
-  - `expected`: the reference output, computed in float64 and stored as float32;
+  - `expected`: the reference output, computed and stored in float64;
   - `in/<arg>` for each tensor argument of the adapter, `in/<arg>/<key>` for a dict of tensors;
   - metadata: `adapter` (the run_* function), `component`, `scalars` (JSON of the non-tensor
-    arguments) and `out_dtype` (the dtype the output must have: the inputs' dtype).
+    arguments), `out_dtype` (the dtype the output must have: the inputs' dtype) and `tol`
+    (the largest scaled error that passes; see cs336_basics/testing.py).
 """
 
 import json
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, safe_open, save_file
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 
 FIXTURES_DIR = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -23,16 +25,22 @@ class Fixture:
     component: str
     adapter: str
     kwargs: dict  # the adapter's arguments: tensors, dicts of tensors and scalars
-    expected: torch.Tensor
+    expected: torch.Tensor  # float64
     out_dtype: torch.dtype
+    tol: float
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _metadata(path: Path) -> dict[str, str]:
+    with safe_open(str(path), framework="pt") as f:
+        return f.metadata()
+
+
 def save_fixture(fixture: Fixture, directory: Path) -> Path:
-    tensors = {"expected": fixture.expected.contiguous()}
+    tensors = {"expected": fixture.expected.to(torch.float64).contiguous()}
     scalars = {}
     for arg, value in fixture.kwargs.items():
         if isinstance(value, torch.Tensor):
@@ -46,6 +54,7 @@ def save_fixture(fixture: Fixture, directory: Path) -> Path:
         "component": fixture.component,
         "scalars": json.dumps(scalars, sort_keys=True),
         "out_dtype": _dtype_name(fixture.out_dtype),
+        "tol": repr(float(fixture.tol)),
     }
     path = Path(directory) / f"{fixture.name}.safetensors"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,8 +66,7 @@ def load_fixture(name: str, directory: Path = FIXTURES_DIR) -> Fixture:
     path = Path(directory) / f"{name}.safetensors"
     if not path.exists():
         raise FileNotFoundError(f"no fixture {name!r} at {path}; regenerate fixtures (see README)")
-    with safe_open(str(path), framework="pt") as f:
-        metadata = f.metadata()
+    metadata = _metadata(path)
     tensors = load_file(str(path))
     kwargs: dict = json.loads(metadata["scalars"])
     for key, tensor in tensors.items():
@@ -76,4 +84,10 @@ def load_fixture(name: str, directory: Path = FIXTURES_DIR) -> Fixture:
         kwargs=kwargs,
         expected=tensors["expected"],
         out_dtype=getattr(torch, metadata["out_dtype"]),
+        tol=float(metadata["tol"]),
     )
+
+
+def fixture_names(component: str, directory: Path = FIXTURES_DIR) -> list[str]:
+    """The names of the stored fixtures of one component, sorted (reads only the file headers)."""
+    return [p.stem for p in sorted(Path(directory).glob("*.safetensors")) if _metadata(p)["component"] == component]

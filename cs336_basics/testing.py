@@ -21,15 +21,27 @@ class Comparison:
     max_scaled_err: float = float("nan")
 
 
+def _same_special(a: Tensor, e: Tensor) -> Tensor:
+    """Where e is inf or NaN and a holds the same value: entries that agree."""
+    return ~torch.isfinite(e) & ((a == e) | (a.isnan() & e.isnan()))
+
+
 def scaled_error(actual: Tensor, expected: Tensor) -> Tensor:
-    """|a - e| / (|e| + RMS(e)), elementwise, in float64; NaN where a and e disagree on NaN/inf."""
+    """|a - e| / (|e| + RMS(e)), elementwise, in float64; 0 where a and e hold the same inf or
+    NaN, inf where they disagree on one."""
     a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
     finite = torch.isfinite(e)
     scale = e[finite].pow(2).mean().sqrt() if finite.any() else torch.tensor(1.0, dtype=torch.float64)
     scale = scale if scale > 0 else torch.tensor(1.0, dtype=torch.float64)
     err = (a - e).abs() / (e.abs() + scale)
-    same_special = (~finite) & ((a == e) | (a.isnan() & e.isnan()))  # identical inf/NaN entries agree
-    err = torch.where(same_special, torch.zeros_like(err), err)
+    err = torch.where(_same_special(a, e), torch.zeros_like(err), err)
+    return torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
+
+
+def abs_error(actual: Tensor, expected: Tensor) -> Tensor:
+    """|a - e|, elementwise, in float64, with the same treatment of inf and NaN as scaled_error."""
+    a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
+    err = torch.where(_same_special(a, e), torch.zeros_like(a), (a - e).abs())
     return torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
 
 
@@ -46,7 +58,7 @@ def compare(
     if out_dtype is not None and actual.dtype != out_dtype:
         return Comparison(False, f"dtype mismatch: got {actual.dtype}, expected {out_dtype} (the inputs' dtype)")
     err = scaled_error(actual, expected)
-    abs_err = (actual.detach().double().cpu() - expected.double()).abs().nan_to_num(nan=float("inf"))
+    abs_err = abs_error(actual, expected)
     max_abs = float(abs_err.max()) if abs_err.numel() else 0.0
     max_err = float(err.max()) if err.numel() else 0.0
     bad = err > tol

@@ -5,8 +5,9 @@ from cs336_basics.testing import compare
 
 
 class Snapshot:
-    """Loads a stored fixture and checks an output against it (see cs336_basics/testing.py).
-    The hidden suite uses it with its own directory and reveal_values=False."""
+    """Loads a stored fixture and checks an output against it with the tolerance stored in the
+    fixture (see cs336_basics/testing.py). The hidden suite uses it with its own directory and
+    reveal_values=False."""
 
     def __init__(self, record_property, directory=FIXTURES_DIR, reveal_values: bool = True):
         self._record = record_property
@@ -16,8 +17,8 @@ class Snapshot:
     def load(self, name: str):
         return load_fixture(name, self.directory)
 
-    def check(self, actual, fixture, tol: float) -> None:
-        result = compare(actual, fixture.expected, tol, out_dtype=fixture.out_dtype, reveal_values=self.reveal_values)
+    def check(self, actual, fixture) -> None:
+        result = compare(actual, fixture.expected, fixture.tol, out_dtype=fixture.out_dtype, reveal_values=self.reveal_values)
         self._record("fixture", fixture.name)
         self._record("max_abs_err", result.max_abs_err)
         self._record("max_scaled_err", result.max_scaled_err)

@@ -50,6 +50,8 @@ CASES = [
     ("swiglu-d_ff_zero", lambda: SwiGLUFFN(64, 0), ValueError, r"d_ff must be > 0, got 0"),
     ("swiglu-unknown_activation", lambda: SwiGLUFFN(64, 96, activation="swish"), ValueError, r"unknown activation 'swish'; valid names are"),
     ("positionwise_ffn-d_ff_negative", lambda: PositionWiseFFN(64, -4), ValueError, r"d_ff must be > 0, got -4"),
+    ("positionwise_ffn-w1_not_a_tensor", lambda: F.positionwise_ffn(x(2, 64), [[0.0] * 64] * 96, None, x(64, 96), None),
+     TypeError, r"w1 must be a torch.Tensor, got list"),
     ("positionwise_ffn-b1_shape", lambda: F.positionwise_ffn(x(2, 64), x(96, 64), x(64), x(64, 96), x(64)), ValueError, r"b1 must have shape \(96,\), got \(64,\)"),
     ("ffn_block-unknown_norm", lambda: FFNBlockConfig(64, norm="batchnorm"), ValueError, r"unknown norm 'batchnorm'; valid names are \['rmsnorm', 'layernorm'\]"),
     ("softmax-dim_out_of_range", lambda: F.softmax(x(2, 3), dim=2), ValueError, r"dim must be in \[-2, 1\] for x of shape \(2, 3\), got 2"),

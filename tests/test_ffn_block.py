@@ -1,23 +1,19 @@
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import FFNBlock, FFNBlockConfig
 from cs336_basics.testing import tolerance
 
 from ._helpers import F64, assert_close, rand
 from .adapters import run_ffn_block
-from .oracles import ORACLES
-
-TOL = {
-    "ffn_block_llama": tolerance(3.2e-7),
-    "ffn_block_original": tolerance(3.8e-7),
-}
+from .oracles import builtin_kernels
 
 
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("ffn_block"))
 def test_ffn_block_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_ffn_block(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_ffn_block(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize(
@@ -37,8 +33,10 @@ def test_ffn_block_matches_torch_builtins(config):
             p.add_(0.1 * torch.randn_like(p))  # move norms' gains and biases off their init
     x = rand(2, 3, 24, std=2.0, mean=0.5)
     weights = {k: v.detach() for k, v in block.state_dict().items()}
-    expected = ORACLES["run_ffn_block"](24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias)
-    assert_close(block(x), expected, tolerance(3.5e-16, F64), "ffn block vs built-ins")
+    ours = run_ffn_block(24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias)
+    with builtin_kernels():
+        expected = run_ffn_block(24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias)
+    assert_close(ours, expected, tolerance(3.5e-16, F64), "ffn block vs built-ins")
 
 
 def test_ffn_block_is_identity_plus_ffn_of_norm():

@@ -1,22 +1,18 @@
 import pytest
 import torch.nn.functional as TF
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
 from ._helpers import F64, assert_close, rand
 from .adapters import run_gelu
 
-TOL = {
-    "gelu": tolerance(3.5e-7),
-    "gelu_tanh": tolerance(7.8e-8),
-}
 
-
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("gelu"))
 def test_gelu_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_gelu(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_gelu(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])

@@ -2,6 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import LayerNorm
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
@@ -9,17 +10,11 @@ from cs336_basics.testing import tolerance
 from ._helpers import F64, assert_close, rand
 from .adapters import run_layernorm
 
-TOL = {
-    "layernorm": tolerance(4.2e-7),
-    "layernorm_bf16": tolerance(2.4e-3, torch.bfloat16),
-    "layernorm_bf16_offset": tolerance(2.5e-3, torch.bfloat16),
-}
 
-
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("layernorm"))
 def test_layernorm_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_layernorm(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_layernorm(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "nobias"])

@@ -2,6 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import Linear
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
@@ -9,17 +10,11 @@ from cs336_basics.testing import tolerance
 from ._helpers import F64, assert_close, rand
 from .adapters import run_linear
 
-# measured floor: max scaled error of a float32 implementation against the float64 truth
-TOL = {
-    "linear": tolerance(5.5e-7),
-    "linear_4d": tolerance(3.0e-7),
-}
 
-
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("linear"))
 def test_linear_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_linear(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_linear(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (2, 3, 4)], ids=["1d", "2d", "3d", "4d"])

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import PositionWiseFFN
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
@@ -9,13 +10,11 @@ from . import oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_positionwise_feedforward
 
-TOL = {"positionwise_ffn": tolerance(6.8e-7)}
 
-
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("positionwise_ffn"))
 def test_positionwise_ffn_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_positionwise_feedforward(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_positionwise_feedforward(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3, 4)], ids=["1d", "2d", "4d"])
@@ -23,7 +22,7 @@ def test_positionwise_ffn_kernel_matches_torch_builtin(batch):
     x = rand(*batch, 24, std=2.0, mean=-0.3, seed=1)
     w1, b1, w2, b2 = rand(40, 24, std=0.3, seed=2), rand(40, seed=3), rand(24, 40, std=0.3, seed=4), rand(24, seed=5)
     expected = oracles.positionwise_ffn(x, w1, b1, w2, b2)
-    assert_close(F.gelu_ffn(x, w1, b1, w2, b2), expected, tolerance(6.5e-16, F64), "positionwise ffn vs built-ins")
+    assert_close(F.positionwise_ffn(x, w1, b1, w2, b2, "gelu"), expected, tolerance(6.5e-16, F64), "positionwise ffn vs built-ins")
 
 
 def test_positionwise_ffn_module_state_dict_keys():

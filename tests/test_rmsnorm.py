@@ -2,6 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import RMSNorm
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
@@ -9,19 +10,11 @@ from cs336_basics.testing import tolerance
 from ._helpers import F64, assert_close, rand
 from .adapters import run_rmsnorm
 
-TOL = {
-    "rmsnorm": tolerance(1.3e-7),
-    "rmsnorm_small_scale": tolerance(1.4e-7),
-    "rmsnorm_custom_eps": tolerance(7.6e-8),
-    "rmsnorm_bf16": tolerance(2.8e-3, torch.bfloat16),
-    "rmsnorm_fp16_large": tolerance(3.3e-4, torch.float16),
-}
 
-
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("rmsnorm"))
 def test_rmsnorm_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_rmsnorm(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_rmsnorm(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("eps", [1e-5, 0.3])

@@ -2,24 +2,18 @@ import pytest
 import torch
 import torch.nn.functional as TF
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
 from ._helpers import F64, assert_close, rand
 from .adapters import run_softmax
 
-TOL = {
-    "softmax": tolerance(1.6e-7),
-    "softmax_dim0": tolerance(1.1e-7),
-    "softmax_large_logits": tolerance(0.0),
-    "softmax_masked": tolerance(9.3e-8),
-}
 
-
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("softmax"))
 def test_softmax_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_softmax(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_softmax(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import SwiGLUFFN
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
@@ -9,17 +10,11 @@ from . import oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_swiglu
 
-TOL = {
-    "swiglu": tolerance(7.5e-7),
-    "swiglu_4d": tolerance(6.0e-7),
-    "swiglu_bf16": tolerance(9.5e-3, torch.bfloat16),
-}
 
-
-@pytest.mark.parametrize("case", TOL)
+@pytest.mark.parametrize("case", fixture_names("swiglu"))
 def test_swiglu_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_swiglu(**fx.kwargs), fx, TOL[case])
+    snapshot.check(run_swiglu(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3, 4)], ids=["1d", "2d", "4d"])

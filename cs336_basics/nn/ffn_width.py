@@ -1,15 +1,15 @@
 """The FFN width rule, as a pure function of the model width.
 
-Meta's Llama FeedForward (seed 002) starts from hidden = 4 * dim, keeps 2/3 of it (so
+Meta's Llama FeedForward (llama3 `model.py`, `FeedForward.__init__`) starts from hidden = 4 * dim, keeps 2/3 of it (so
 that the three matrices of SwiGLU cost what two matrices of a 4x FFN would: 8/3 * dim),
 optionally scales by `ffn_dim_multiplier`, then rounds *up* to a multiple of `multiple_of`
-with integer ceiling division, multiple_of * ceil(hidden / multiple_of) — not with `%`, as
-seed 002's worked example has it. With no multiplier this is the plain 8/3 rule of seed 000
-and of CS336 (d_ff ~ 8/3 d_model, a multiple of 64).
+with integer ceiling division, multiple_of * ceil(hidden / multiple_of), as Meta's code does
+(a `%`-based rounding is a common mistake). With no multiplier this is the plain 8/3 rule of
+Shazeer (2020) and of CS336 (d_ff ~ 8/3 d_model, a multiple of 64).
 
 Pinned examples (tests/test_ffn_width.py):
-    ffn_hidden_dim(128, multiple_of=32)                             == 352    (seed 000)
-    ffn_hidden_dim(2048, multiple_of=256)                           == 5632   (TinyLlama, seed 003)
+    ffn_hidden_dim(128, multiple_of=32)                             == 352    (the 8/3 rule)
+    ffn_hidden_dim(2048, multiple_of=256)                           == 5632   (TinyLlama-1.1B's config.json)
     ffn_hidden_dim(4096, multiple_of=1024, ffn_dim_multiplier=1.3)  == 14336  (Llama-3-8B)
 """
 

@@ -1,16 +1,14 @@
 """Staff subcommands of `cs336`."""
 
-import sys
-
 
 def _fixtures(args) -> int:
     from cs336_basics.staff import make_fixtures
 
     if args.check:
-        bad = make_fixtures.drifted() + [str(p) for p in make_fixtures.stale_files()]
-        print("fixtures are current" if not bad else "drifted: " + ", ".join(bad))
+        bad = make_fixtures.drifted() + [f"{p}: no case makes this file" for p in make_fixtures.stale_files()]
+        print("fixtures are current" if not bad else "\n".join(bad))
         return 1 if bad else 0
-    written = make_fixtures.write_all()
+    written = make_fixtures.write_all(redraw=set(args.redraw))
     for path in written:
         print("wrote", path.relative_to(make_fixtures.FIXTURES_DIR.parent))
     print(f"{len(written)} fixture files written, {len(make_fixtures.CASES) - len(written)} already current")
@@ -18,8 +16,10 @@ def _fixtures(args) -> int:
 
 
 def add_commands(commands) -> None:
-    p = commands.add_parser("fixtures", help="(staff) regenerate fixtures/ and hidden_fixtures/ from fixed seeds")
+    p = commands.add_parser("fixtures", help="(staff) write fixtures/ and hidden_fixtures/ from the case registry")
     p.add_argument("--check", action="store_true", help="compare the stored files with what the generator makes; write nothing")
+    p.add_argument("--redraw", nargs="+", default=[], metavar="CASE",
+                   help="draw these cases' inputs from their seeds again (stored inputs are otherwise kept)")
     p.set_defaults(run=_fixtures)
 
     from cs336_basics.staff import handout

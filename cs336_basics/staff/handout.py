@@ -10,11 +10,11 @@ inside a function. In the handout it becomes one line at the marker's indentatio
 the signature, docstring, annotations and argument checks around it stay. Write
 `# BEGIN SOLUTION: <message>` to choose the message yourself.
 
-What ships (everything else is staff-only; see tests/test_handout.py for the checks):
+What ships (everything else is staff-only; see tests/staff/test_handout.py for the checks):
     cs336_basics/ minus cs336_basics/staff/
-    tests/        minus staff-only test files (`is_staff_test`: they use cs336_basics.staff, their
-                  docstring starts with "Staff only", or they are listed in STAFF_TESTS)
-    fixtures/     public fixtures only (hidden_fixtures/ and hidden_tests/ are never read)
+    tests/        minus tests/staff/ (the drift check, the mistake catalogue, the hidden suite,
+                  the handout and grader tests: whatever must not reach students lives there)
+    fixtures/     public fixtures only (hidden_fixtures/ is never read)
     .gitignore, README.md (from handout/README.md), pyproject.toml (derived), uv.lock (`uv lock`)
 .ci/ does not ship: it runs the staff suite, which a handout fails until the work is done.
 """
@@ -35,11 +35,8 @@ from cs336_basics import COMPONENTS
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "cs336_basics"
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
-STAFF_MARKERS = ("cs336_basics.staff", "from cs336_basics import staff")
-# Staff-only test files that do not import the staff package. The mistake catalogue holds
-# correct variants of the kernels ("accepted variants"): shipping it would hand out solutions.
-STAFF_TESTS = {"test_mistake_catalogue.py"}
-NEVER_SHIPPED = {"staff", "hidden_tests", "hidden_fixtures", "__pycache__", ".pytest_cache", ".hypothesis"}
+# Path parts that never ship: cs336_basics/staff/ and tests/staff/ are the staff's by location.
+NEVER_SHIPPED = {"staff", "hidden_fixtures", "__pycache__", ".pytest_cache", ".hypothesis"}
 ALWAYS_DEV = {"pytest", "beartype"}  # pytest runs the tests; beartype backs the jaxtyping hook in addopts
 
 
@@ -188,15 +185,6 @@ def restore_solutions(
     return restored
 
 
-def is_staff_test(path: Path) -> bool:
-    """A test file that needs or tests the staff package (fixture generator, handout, grader),
-    is listed in STAFF_TESTS, or whose module docstring starts with "Staff only"."""
-    path = Path(path)
-    text = path.read_text()
-    doc = ast.get_docstring(ast.parse(text)) or ""
-    return path.name in STAFF_TESTS or doc.startswith("Staff only") or any(m in text for m in STAFF_MARKERS)
-
-
 def shipped_files(reference_dir: Path = REPO) -> list[Path]:
     """The files copied as they are or stubbed, relative to reference_dir (not README, pyproject, lock)."""
     reference_dir, files = Path(reference_dir), []
@@ -204,8 +192,6 @@ def shipped_files(reference_dir: Path = REPO) -> list[Path]:
         for p in sorted((reference_dir / top).rglob("*")):
             rel = p.relative_to(reference_dir)
             if not p.is_file() or NEVER_SHIPPED & set(rel.parts) or p.suffix == ".pyc":
-                continue
-            if top == "tests" and p.suffix == ".py" and is_staff_test(p):
                 continue
             files.append(rel)
     return files + [Path(".gitignore")]
@@ -264,6 +250,11 @@ def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | No
     used = _imported_modules(shipped_tests) | ALWAYS_DEV
     dev = [r for r in data.get("dependency-groups", {}).get("dev", []) if isinstance(r, str) and _req_name(r) in used]
     data["dependency-groups"] = {"dev": dev}
+    data["project"]["scripts"] = {"cs336": "cs336_basics.cli:main"}  # the staff's entry point adds staff commands
+    pytest_options = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
+    if "testpaths" in pytest_options:  # only folders the handout has
+        shipped_tops = {p.relative_to(reference_dir).parts[0] for p in shipped_tests}
+        pytest_options["testpaths"] = [t for t in pytest_options["testpaths"] if Path(t).parts[0] in shipped_tops]
     data["project"]["description"] = (
         "Assignment: the feed-forward building blocks of a transformer language model, with tests and fixtures."
     )

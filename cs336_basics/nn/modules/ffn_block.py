@@ -1,7 +1,7 @@
 """The pre-norm residual feed-forward sub-block of a decoder layer: x + FFN(Norm(x)).
 
-Seed 000 builds it for Llama-4 (RMSNorm + SwiGLU), seed 001 for the original transformer
-shape (LayerNorm + GELU FFN); both are one config away. Attribute names follow Meta's
+Llama (Touvron et al. 2023) builds it with RMSNorm + SwiGLU, GPT-2 and the pre-norm transformer
+(Xiong et al. 2020) with LayerNorm + a GELU FFN; both are one config away. Attribute names follow Meta's
 Llama (`ffn_norm`, `feed_forward`), so state dict keys read `ffn_norm.weight`,
 `feed_forward.w1.weight`, ...
 """

@@ -8,7 +8,7 @@ from cs336_basics.nn.modules.linear import Linear
 
 
 class PositionWiseFFN(nn.Module):
-    """act(x W1^T + b1) W2^T + b2, the original transformer FFN (seed 001 uses GELU).
+    """act(x W1^T + b1) W2^T + b2, the original transformer FFN (Vaswani et al. 2017; GELU as in BERT and GPT-2).
     State dict keys: w1.weight (d_ff, d_model), b1 (d_ff), w2.weight (d_model, d_ff), b2 (d_model);
     biases start at zero and are absent when bias=False."""
 

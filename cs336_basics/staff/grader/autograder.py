@@ -4,8 +4,8 @@ Gradescope unpacks the zip into /autograder/source, runs setup.sh once (as root)
 image, then for each submission copies run_autograder to /autograder/ and runs it; it must
 leave /autograder/results/results.json. The bundle holds what grading needs and nothing of
 the student's: the cs336_basics package (reference, staff tools, grader, grading.toml), the
-grader's copy of tests/adapters.py, the public tests' files (for their TOL dicts), public and
-hidden fixtures, pyproject.toml, uv.lock and README.md (the project's readme).
+grader's copy of tests/adapters.py (the only file of tests/ it needs), the public and hidden
+fixtures (each holds its tolerance), pyproject.toml, uv.lock and README.md (the project's readme).
 
 run_autograder reads CS336_AUTOGRADER_ROOT (default /autograder), CS336_AUTOGRADER_SOURCE
 (default $CS336_AUTOGRADER_ROOT/source) and CS336_PYTHON (default the bundle's .venv), so a
@@ -15,7 +15,7 @@ test can run it against a fake Gradescope layout with the current environment.
 import zipfile
 from pathlib import Path
 
-from cs336_basics.staff.grader.cases import ADAPTERS, HIDDEN_FIXTURES_DIR, REPO, TESTS_DIR, graded_cases
+from cs336_basics.staff.grader.cases import REPO, graded_cases
 from cs336_basics.staff.grader.config import DEFAULT_CONFIG, load_config
 
 SETUP_SH = """#!/usr/bin/env bash
@@ -48,23 +48,20 @@ SOURCE="${CS336_AUTOGRADER_SOURCE:-$AUTOGRADER/source}"
 PYTHON="${CS336_PYTHON:-$SOURCE/.venv/bin/python}"
 mkdir -p "$AUTOGRADER/results"
 cd "$SOURCE"  # `python -m` imports cs336_basics from here: the bundle's grader, not a student's
-exec "$PYTHON" -m cs336_basics.cli grade "$AUTOGRADER/submission" --results "$AUTOGRADER/results/results.json"
+exec "$PYTHON" -m cs336_basics.staff.cli grade "$AUTOGRADER/submission" --results "$AUTOGRADER/results/results.json"
 """
 
 
 def bundle_files(repo: Path = REPO) -> list[Path]:
-    """Paths, relative to repo, of the source files the bundle carries."""
-    config = load_config(DEFAULT_CONFIG)
-    cases = graded_cases(config.components)
+    """Paths, relative to repo, of the source files the bundle carries: everything from `repo`."""
+    repo = Path(repo)
+    config = load_config(repo / DEFAULT_CONFIG.relative_to(REPO))
+    cases = graded_cases(config.components, repo / "fixtures", repo / "hidden_fixtures")
     package = [p for p in sorted((repo / "cs336_basics").rglob("*"))
                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
-    tests = [ADAPTERS] + [TESTS_DIR / f"test_{c}.py" for c in config.components]
-    fixtures = sorted({c.path for c in cases})
     top = [repo / name for name in ("pyproject.toml", "uv.lock", "README.md")]
-    for path in fixtures:
-        if path.parent not in (REPO / "fixtures", HIDDEN_FIXTURES_DIR):
-            raise ValueError(f"fixture {path} is outside fixtures/ and hidden_fixtures/")
-    return [p.relative_to(repo) for p in top + package + tests + fixtures]
+    fixtures = sorted({c.path for c in cases})
+    return [p.relative_to(repo) for p in top + package + [repo / "tests" / "adapters.py"] + fixtures]
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:

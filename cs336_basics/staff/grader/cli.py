@@ -63,20 +63,22 @@ def _autograder(args) -> int:
 
 
 def add_commands(commands) -> None:
-    p = commands.add_parser("grade", help="(staff) grade one submission (a handout directory or a zip of one)")
+    import argparse
+
+    common = argparse.ArgumentParser(add_help=False)  # the options grade and grade-all share
+    common.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
+    common.add_argument("--allow-unsandboxed", action="store_true", help="grade even when not root (no sandbox)")
+
+    p = commands.add_parser("grade", parents=[common], help="(staff) grade one submission (a handout directory or a zip of one)")
     p.add_argument("submission", metavar="SUBMISSION")
     p.add_argument("--results", default="results.json", help="where to write Gradescope's results.json (default: %(default)s)")
-    p.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
-    p.add_argument("--allow-unsandboxed", action="store_true", help="grade even when not root (no sandbox)")
     p.set_defaults(run=_grade)
 
-    p = commands.add_parser("grade-all", help="(staff) grade every submission (subdirectory or zip) in DIR")
+    p = commands.add_parser("grade-all", parents=[common], help="(staff) grade every submission (subdirectory or zip) in DIR")
     p.add_argument("directory", metavar="DIR")
     p.add_argument("-j", "--jobs", type=int, default=2, help="submissions graded in parallel (default: %(default)s)")
     p.add_argument("--gradebook", default="gradebook.csv", help="CSV gradebook to write (default: %(default)s)")
     p.add_argument("--results-dir", default="results", help="one <submission>.json per submission (default: %(default)s)")
-    p.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
-    p.add_argument("--allow-unsandboxed", action="store_true", help="grade even when not root (no sandbox)")
     p.set_defaults(run=_grade_all)
 
     p = commands.add_parser("autograder", help="(staff) write the Gradescope autograder bundle to OUT.zip")

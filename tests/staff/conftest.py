@@ -3,7 +3,7 @@ whose failure messages never show an expected value."""
 
 import pytest
 
-from cs336_basics.staff.make_fixtures import HIDDEN_FIXTURES_DIR
+from cs336_basics.staff.cases import HIDDEN_FIXTURES_DIR
 from tests.conftest import Snapshot
 
 

@@ -17,6 +17,7 @@ Set RESTORED_SELECTION = [] to run the whole public suite on the restored handou
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,7 @@ import pytest
 from cs336_basics.staff import handout as H
 
 REPO = H.REPO
-HIDDEN = {"hidden_tests", "hidden_fixtures", "staff"}
+HIDDEN = {"hidden_fixtures", "staff"}
 SNAPSHOT = ["-k", "matches_fixture"]  # the snapshot tests: test_<component>_matches_fixture
 RESTORED_SELECTION = SNAPSHOT
 # A pytest plugin that writes every collected node id (before -k deselects any) to $PROBE_OUT.
@@ -186,10 +187,20 @@ def test_handout_contains_no_solution_line(handout):
 def test_handout_contains_no_hidden_or_staff_file(handout):
     files = [p.relative_to(handout) for p in handout.rglob("*") if p.is_file()]
     assert not [f for f in files if HIDDEN & set(f.parts)]
-    assert not [f for f in files if f.parts[0] == "tests" and f.suffix == ".py" and H.is_staff_test(handout / f)]
-    for staff_test in ("test_handout.py", "test_fixtures_are_current.py", "test_mistake_catalogue.py"):
-        assert not (handout / "tests" / staff_test).exists()
-    assert not (handout / ".ci").exists()
+    assert not (handout / "tests" / "staff").exists() and not (handout / ".ci").exists()
+    assert (REPO / "tests" / "staff" / "test_handout.py").exists()  # the folder this excludes is where staff tests are
+
+
+def test_handout_refers_to_no_staff_module_or_missing_file(handout):
+    texts = {p.relative_to(handout): p.read_text() for p in handout.rglob("*") if p.suffix in (".py", ".md", ".toml")}
+    assert [f for f, text in texts.items() if "cs336_basics.staff" in text or "tests/staff" in text] == []
+    named = {Path(m) for text in texts.values() for m in re.findall(r"\b((?:tests|cs336_basics|fixtures)/[\w/.]+\.(?:py|md|safetensors))", text)}
+    assert named and [n for n in named if not (handout / n).exists()] == []
+
+
+def test_handout_testpaths_are_folders_it_has(handout):
+    testpaths = tomllib.loads((handout / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
+    assert testpaths and all((handout / t).is_dir() for t in testpaths)
 
 
 def test_handout_pyproject_and_lock_agree(handout):
@@ -221,6 +232,8 @@ def test_handout_cli_offers_only_status(handout):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "{status}" in done.stdout
+    scripts = tomllib.loads((handout / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"cs336": "cs336_basics.cli:main"}
 
 
 def test_handout_refuses_a_non_empty_out_dir(tmp_path):

@@ -3,7 +3,7 @@
 
 Tolerances: tolerance(floor) = 10 x max(floor, 2^-24) in float32 (10 x max(floor, 2^-53) in
 float64), where floor is the max scaled error |ours - HF| / (|HF| + rms(HF)) measured over
-seeds 0-49 and the three input shapes below; `uv run python -m tests.test_hf_oracles` re-measures.
+seeds 0-49 and the three input shapes below; `uv run python -m tests.staff.test_hf_oracles` re-measures.
 """
 
 import copy
@@ -16,7 +16,7 @@ from cs336_basics.nn import FFNBlock, FFNBlockConfig, PositionWiseFFN, RMSNorm, 
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import compare, scaled_error, tolerance
 
-from ._helpers import assert_close, rand
+from .._helpers import assert_close, rand
 
 D, H, EPS = 48, 136, 1e-3  # a large eps, so that a module that ignores the config's eps fails
 SHAPES = {"1d": (D,), "3d": (2, 5, D), "4d": (2, 3, 4, D)}

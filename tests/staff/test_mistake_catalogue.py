@@ -2,8 +2,10 @@
 
 Each mistake replaces one kernel of `cs336_basics.nn.functional` (or one module method) with a
 wrong version written here, then every public fixture case is run through the adapters with
-its own tolerance. A mistake is caught when at least one case fails (a wrong answer or an
-exception). The accepted variants are correct implementations written differently; they must
+the tolerance stored in its fixture. A mistake is caught when a case fails the way the mistake
+says it should: a wrong output (the comparison fails), or the exception it names (a transposed
+weight cannot multiply a non-square input). Any other exception is a bug in the catalogue and
+is raised. The accepted variants are correct implementations written differently; they must
 pass every case, which shows the tolerances are not tighter than the arithmetic allows.
 """
 
@@ -16,39 +18,36 @@ import pytest
 import torch
 
 from cs336_basics import COMPONENTS
-from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
+from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.nn import FFNBlock
 from cs336_basics.nn import functional as F
-from cs336_basics.staff.grader.cases import public_tolerances
+from cs336_basics.staff.cases import PUBLIC_CASES
 from cs336_basics.testing import compare
 
-from . import adapters
+from .. import adapters
 
-# Every public case with the tolerance its test file gives it (the grader reads them the same way).
-TOLERANCES = {case: tol for c in COMPONENTS for case, tol in public_tolerances(c).items()}
-
-
-FIXTURES = {case: load_fixture(case) for case in TOLERANCES}
+FIXTURES = {c.name: load_fixture(c.name) for c in PUBLIC_CASES}
+WRONG_OUTPUT = "wrong output"
 
 
-def failing_cases(first_for: str | None = None) -> list[str]:
-    """Names of the public fixture cases whose snapshot check fails with the code as it is now.
+def failures(expect: tuple[type[BaseException], ...] = (), first_for: str | None = None) -> dict[str, str]:
+    """{case: how it failed} over the public cases whose snapshot check fails with the code as it
+    is now: WRONG_OUTPUT, or the name of an exception of a type in `expect` (others propagate).
     With `first_for=component`, that component's cases run first and the search stops at the
     first failure (enough to show a mistake is caught, and fast)."""
-    failed = []
-    order = sorted(TOLERANCES, key=lambda case: (FIXTURES[case].component != first_for, case))
+    failed = {}
+    order = sorted(FIXTURES, key=lambda case: (FIXTURES[case].component != first_for, case))
     for case in order:
-        fx, tol = FIXTURES[case], TOLERANCES[case]
+        fx = FIXTURES[case]
         try:
             with torch.no_grad():
                 actual = getattr(adapters, fx.adapter)(**fx.kwargs)
-            ok = compare(actual, fx.expected, tol, out_dtype=fx.out_dtype).ok
-        except Exception:
-            ok = False
-        if not ok:
-            failed.append(case)
-            if first_for is not None:
-                break
+            if not compare(actual, fx.expected, fx.tol, out_dtype=fx.out_dtype).ok:
+                failed[case] = WRONG_OUTPUT
+        except expect as e:
+            failed[case] = type(e).__name__
+        if failed and first_for is not None:
+            break
     return failed
 
 
@@ -281,12 +280,13 @@ class Patch:
     owner: object  # the module or class whose attribute is replaced
     attribute: str
     replacement: Callable
+    raises: tuple[type[BaseException], ...] = ()  # exceptions that are this mistake's failure, besides a wrong output
 
 
 MISTAKES = [
-    Patch("linear-transposed_weight", F, "linear", linear_transposed),
+    Patch("linear-transposed_weight", F, "linear", linear_transposed, raises=(RuntimeError,)),
     Patch("linear-stray_bias", F, "linear", linear_with_stray_bias),
-    Patch("linear-crash_on_2d_or_4d_input", F, "linear", linear_only_3d),
+    Patch("linear-crash_on_2d_or_4d_input", F, "linear", linear_only_3d, raises=(RuntimeError,)),
     Patch("embedding-off_by_one", F, "embedding", embedding_off_by_one),
     Patch("embedding-one_hot_matmul_in_bf16", F, "embedding", embedding_one_hot_matmul_in_input_dtype),
     Patch("silu-sigmoid_alone", F, "silu", silu_is_sigmoid),
@@ -334,30 +334,31 @@ VARIANTS = [
 ]
 
 
-def test_catalogue_baseline_reference_passes_every_case():
-    assert sorted(TOLERANCES) == sorted(p.stem for p in Path(FIXTURES_DIR).glob("*.safetensors"))
-    assert failing_cases() == []
+def test_catalogue_covers_every_public_fixture_and_the_reference_passes_them_all():
+    assert sorted(FIXTURES) == sorted(p.stem for p in Path(FIXTURES_DIR).glob("*.safetensors"))
+    assert sorted(FIXTURES) == sorted(n for c in COMPONENTS for n in fixture_names(c))
+    assert failures() == {}
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
 def test_catalogue_mistake_fails_a_snapshot_test(mistake, monkeypatch):
     monkeypatch.setattr(mistake.owner, mistake.attribute, mistake.replacement)
-    assert failing_cases(first_for=mistake.name.split("-")[0]), f"no snapshot test catches {mistake.name}"
+    assert failures(mistake.raises, first_for=mistake.name.split("-")[0]), f"no snapshot test catches {mistake.name}"
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
 def test_catalogue_correct_variant_passes_every_snapshot_test(variant, monkeypatch):
     monkeypatch.setattr(variant.owner, variant.attribute, variant.replacement)
-    assert failing_cases() == []
+    assert failures() == {}
 
 
-if __name__ == "__main__":  # uv run python -m tests.test_mistake_catalogue: which cases catch what
+if __name__ == "__main__":  # uv run python -m tests.staff.test_mistake_catalogue: which cases catch what
     for patch in MISTAKES + VARIANTS:
         original = getattr(patch.owner, patch.attribute)
         setattr(patch.owner, patch.attribute, patch.replacement)
         try:
-            caught = failing_cases()
+            caught = failures(patch.raises)
         finally:
             setattr(patch.owner, patch.attribute, original)
         kind = "mistake" if patch in MISTAKES else "variant"
-        print(f"{kind:8s} {patch.name:44s} fails {len(caught):2d}: {', '.join(caught)}")
+        print(f"{kind:8s} {patch.name:44s} fails {len(caught):2d}: {', '.join(f'{c} ({how})' for c, how in caught.items())}")

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from cs336_basics.staff.grader import autograder, runner
-from cs336_basics.staff.grader.cases import REPO, graded_cases, public_tolerances
+from cs336_basics.staff.cases import BY_NAME
+from cs336_basics.staff.grader.cases import REPO, graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import grade
 from cs336_basics.staff.grader.gradebook import grade_all
@@ -407,7 +408,7 @@ def test_grader_copies_no_symlinks_from_a_submission(tmp_path):
     sub = tmp_path / "sub"
     (sub / "cs336_basics").mkdir(parents=True)
     (sub / "cs336_basics" / "__init__.py").write_text("")
-    (sub / "cs336_basics" / "secret.py").symlink_to(REPO / "cs336_basics" / "staff" / "hidden_cases.py")
+    (sub / "cs336_basics" / "secret.py").symlink_to(REPO / "cs336_basics" / "staff" / "cases.py")
     (sub / "cs336_basics" / "fixtures").symlink_to(REPO / "hidden_fixtures")
     copy_package(find_package(sub), tmp_path / "copy")
     assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["__init__.py"]
@@ -420,12 +421,10 @@ def test_grader_does_not_follow_a_symlinked_package(tmp_path):
         find_package(tmp_path / "sub")
 
 
-def test_grader_reads_public_tolerances_from_test_files():
-    import importlib
-
-    for component in CONFIG.components:
-        module = importlib.import_module(f"tests.test_{component}")
-        assert public_tolerances(component) == module.TOL
+def test_grader_takes_each_tolerance_from_the_fixture_file_which_holds_the_registry_s():
+    graded = graded_cases(CONFIG.components)
+    assert {c.name for c in graded} == set(BY_NAME)
+    assert all(c.tol == BY_NAME[c.name].tol and c.hidden == BY_NAME[c.name].hidden for c in graded)
 
 
 # ------------------------------------------------------------------ grade-all and the Gradescope bundle
@@ -456,9 +455,23 @@ def test_grader_autograder_bundle_has_scripts_and_grading_files(gradescope_run):
     hidden = {c.path.name for c in graded_cases(CONFIG.components) if c.hidden}
     assert hidden and {f"hidden_fixtures/{n}" for n in hidden} <= set(modes)
     for name in ("pyproject.toml", "uv.lock", "tests/adapters.py", "cs336_basics/staff/grading.toml",
-                 "cs336_basics/staff/grader/grade.py", "cs336_basics/staff/hidden_cases.py", "fixtures/linear.safetensors"):
+                 "cs336_basics/staff/grader/grade.py", "cs336_basics/staff/cases.py", "fixtures/linear.safetensors"):
         assert name in modes
     assert not any("__pycache__" in n for n in modes)
+    assert [n for n in modes if n.startswith("tests/")] == ["tests/adapters.py"]
+
+
+def test_grader_autograder_bundle_takes_every_file_from_the_repo_it_is_given(tmp_path):
+    copy = tmp_path / "repo"
+    for top in ("cs336_basics", "fixtures", "hidden_fixtures"):
+        shutil.copytree(REPO / top, copy / top, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "tests").mkdir()
+    for name in ("pyproject.toml", "uv.lock", "README.md", "tests/adapters.py"):
+        shutil.copyfile(REPO / name, copy / name)
+    (copy / "cs336_basics" / "only_in_the_copy.py").write_text("")
+    files = autograder.bundle_files(copy)
+    assert Path("cs336_basics/only_in_the_copy.py") in files
+    assert all((copy / f).is_file() for f in files)
 
 
 def test_grader_autograder_bundle_grades_a_fake_gradescope_layout(gradescope_run):
@@ -484,7 +497,7 @@ def test_grader_zip_with_a_corrupt_member_is_a_submission_error(tmp_path):
 
 
 def test_grader_command_refuses_to_grade_without_root_unless_told(monkeypatch, capsys, tmp_path):
-    from cs336_basics.cli import main
+    from cs336_basics.staff.cli import main
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert main(["grade", str(tmp_path), "--results", str(tmp_path / "r.json")]) == 2

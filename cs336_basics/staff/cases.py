@@ -1,0 +1,219 @@
+"""The case registry: every graded fixture case, public and hidden, declared once.
+
+A case names its component, the adapter that computes it (tests/adapters.py, whose float64
+run on the stored inputs is the expected output), the seed and builder of its inputs, the
+dtype they are given in, and the measured error floor its tolerance comes from:
+tol = testing.tolerance(floor, dtype), or 0 for an exact case. The generator
+(make_fixtures.py) writes the tolerance into the fixture file; tests, `cs336 status` and the
+grader read it from there.
+
+Floors: the larger max scaled error, against the stored expected output, of the reference
+adapter and of the same adapter on PyTorch's built-in kernels, both run in the case's dtype
+(`uv run python -m cs336_basics.staff.measure_floors`), rounded up.
+
+Hidden cases (seeds 1000+) are for grading and never ship to students: other shapes (odd
+sizes, 1-D and 4-D), d_ff not a multiple of 64, bfloat16, and edge values. Case names never
+contain another component's name, so `pytest -k <component>` selects only its own.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from cs336_basics import COMPONENTS
+from cs336_basics.fixture_io import FIXTURES_DIR
+from cs336_basics.staff.builders import (
+    Make,
+    edited,
+    embedding_case,
+    ffn_block_case,
+    layernorm_case,
+    linear_case,
+    pointwise_case,
+    positionwise_case,
+    rmsnorm_case,
+    softmax_case,
+    swiglu_case,
+)
+from cs336_basics.testing import tolerance
+
+F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
+HIDDEN_FIXTURES_DIR = FIXTURES_DIR.parent / "hidden_fixtures"  # never shipped to students
+EXACT = None  # the floor of a case whose every correct answer is bit-exact (a row copy): tol = 0
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    component: str
+    adapter: str  # the run_* function of tests/adapters.py
+    seed: int
+    make: Make  # rng -> the adapter's keyword arguments, float32
+    floor: float | None  # measured; EXACT (None) for tolerance 0
+    dtype: torch.dtype = F32  # the inputs' (and the output's) dtype
+    hidden: bool = False
+
+    @property
+    def tol(self) -> float:
+        return 0.0 if self.floor is EXACT else tolerance(self.floor, self.dtype)
+
+    @property
+    def directory(self):
+        return HIDDEN_FIXTURES_DIR if self.hidden else FIXTURES_DIR
+
+
+def hidden(*args, **kwargs) -> Case:
+    return Case(*args, hidden=True, **kwargs)
+
+
+B = (4, 12)  # CS336's (batch, sequence) for its snapshot tests
+BIG = 1e4  # a logit or pre-activation far outside exp's float16/bfloat16 range
+PAIRS = (0.0, -0.0, 40.0, -40.0, 88.0, -88.0, BIG, -BIG)  # exact zeros and large magnitudes
+MODERATE_PAIRS = PAIRS[:6]
+
+
+# ---- witnesses written into hidden inputs ----
+def _repeat_ids(kw: dict) -> None:  # ids 0 and vocab-1 already first; repeat them and one more id
+    kw["token_ids"][2:6] = torch.tensor([5, 5, 0, kw["vocab_size"] - 1])
+
+
+def _zero_row_and_spike(kw: dict) -> None:
+    kw["in_features"][0] = 0.0  # RMS 0: output 0 (eps > 0), not NaN
+    kw["in_features"][1, 3] = 1e6  # one entry dominates: it maps to ~sqrt(d_model) * g, the rest to ~0
+
+
+def _constant_row(kw: dict) -> None:
+    # variance 0: the output is the bias. 2.75 is dyadic, so every float32 partial sum of the row
+    # is exact and the mean is exactly 2.75 in any summation order (with 3.7 a 1-ulp error in the
+    # mean, times 1/sqrt(eps), shows as a 1.2e-4 scaled error: a rounding, not a mistake).
+    kw["in_features"][0] = 2.75
+
+
+def _fully_masked_row(kw: dict) -> None:
+    kw["in_features"][2] = float("-inf")
+
+
+def _uniform_and_one_hot_rows(kw: dict) -> None:
+    kw["in_features"][0] = 7.0  # equal logits: uniform 1/n
+    kw["in_features"][1, 4] = 1e4  # one huge logit: one-hot, no overflow
+
+
+PUBLIC_CASES = [
+    Case("linear", "linear", "run_linear", 1, linear_case(B, 64, 128), floor=5.5e-7),
+    Case("linear_4d", "linear", "run_linear", 2, linear_case((2, 3, 5), 48, 24, x_std=3.0), floor=2.8e-7),
+    Case("embedding", "embedding", "run_embedding", 3, embedding_case(B, 100, 64), floor=EXACT),
+    Case("silu", "silu", "run_silu", 4, pointwise_case(B + (64,), std=3.0), floor=9.1e-8),
+    Case("silu_bf16", "silu", "run_silu", 5, pointwise_case(B + (64,), std=3.0), floor=2.4e-3, dtype=BF16),
+    # witness: exp(-x) overflows for x << 0 and exp(x) for x >> 0; the output must stay finite
+    Case("silu_extremes", "silu", "run_silu", 24,
+         pointwise_case((8,), std=1.0, extremes=(-BIG, -100.0, -20.0, -0.0, 1e-30, 20.0, 100.0, BIG)), floor=1.2e-11),
+    Case("silu_extremes_fp16", "silu", "run_silu", 25,
+         pointwise_case((8,), std=1.0, extremes=(-BIG, -100.0, -20.0, -0.0, 1e-4, 20.0, 100.0, BIG)), floor=1.2e-11, dtype=F16),
+    Case("gelu", "gelu", "run_gelu", 6, pointwise_case(B + (64,), std=3.0, approximate="none"), floor=1.2e-7),
+    Case("gelu_tanh", "gelu", "run_gelu", 7, pointwise_case(B + (64,), std=3.0, approximate="tanh"), floor=7.2e-8),
+    Case("softmax", "softmax", "run_softmax", 8, softmax_case(B + (64,), dim=-1, std=2.0), floor=1.2e-7),
+    Case("softmax_dim0", "softmax", "run_softmax", 9, softmax_case((10, 3, 7), dim=0, std=2.0), floor=1.4e-7),
+    Case("softmax_large_logits", "softmax", "run_softmax", 10, softmax_case((6, 50), dim=-1, std=BIG, mean=BIG), floor=2.4e-59),
+    Case("softmax_masked", "softmax", "run_softmax", 11, softmax_case((8, 16), dim=-1, std=2.0, mask_fraction=0.5), floor=9.6e-8),
+    Case("rmsnorm", "rmsnorm", "run_rmsnorm", 12, rmsnorm_case(B, 64, eps=1e-5), floor=1.3e-7),
+    # witness: activations of size ~1e-3 make mean(x^2) ~ eps, so where eps goes matters
+    Case("rmsnorm_small_scale", "rmsnorm", "run_rmsnorm", 13, rmsnorm_case(B, 64, eps=1e-5, x_std=1e-3), floor=1.1e-7),
+    Case("rmsnorm_custom_eps", "rmsnorm", "run_rmsnorm", 14, rmsnorm_case((3, 5), 32, eps=0.25), floor=9.3e-8),
+    Case("rmsnorm_bf16", "rmsnorm", "run_rmsnorm", 15, rmsnorm_case(B, 64, eps=1e-5, x_std=4.0), floor=2.8e-3, dtype=BF16),
+    # witness: x ~ 300 makes x^2 overflow float16 (max 65504) unless the sum is taken in float32
+    Case("rmsnorm_fp16_large", "rmsnorm", "run_rmsnorm", 26, rmsnorm_case(B, 64, eps=1e-5, x_std=300.0), floor=3.6e-4, dtype=F16),
+    # witness: a large common offset separates LayerNorm (subtracts it) from RMSNorm (does not)
+    Case("layernorm", "layernorm", "run_layernorm", 16, layernorm_case(B, 64, eps=1e-5, x_std=2.0, x_mean=3.0), floor=3.1e-7),
+    Case("layernorm_bf16", "layernorm", "run_layernorm", 17, layernorm_case(B, 64, eps=1e-5, x_std=2.0, x_mean=1.0),
+         floor=2.8e-3, dtype=BF16),
+    # witness: a mean of 64 with spread 1 in bfloat16: a mean taken (and subtracted) in bfloat16
+    # is off by up to a quarter, which swamps the centred values; float32 inside is exact enough
+    Case("layernorm_bf16_offset", "layernorm", "run_layernorm", 27, layernorm_case(B, 64, eps=1e-5, x_std=1.0, x_mean=64.0),
+         floor=2.6e-3, dtype=BF16),
+    Case("swiglu", "swiglu", "run_swiglu", 18, swiglu_case(B, 64, 128), floor=9.0e-7),
+    Case("swiglu_4d", "swiglu", "run_swiglu", 19, swiglu_case((2, 2, 3), 40, 96, x_std=3.0), floor=6.5e-7),
+    Case("swiglu_bf16", "swiglu", "run_swiglu", 20, swiglu_case(B, 64, 128), floor=1.7e-2, dtype=BF16),
+    Case("positionwise_ffn", "positionwise_ffn", "run_positionwise_feedforward", 21, positionwise_case(B, 64, 256), floor=7.6e-7),
+    Case("ffn_block_llama", "ffn_block", "run_ffn_block", 22, ffn_block_case(B, 64, 192, "rmsnorm", "swiglu", "silu"),
+         floor=3.7e-7),
+    Case("ffn_block_original", "ffn_block", "run_ffn_block", 23,
+         ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True), floor=4.1e-7),
+]
+
+HIDDEN_CASES = [
+    # linear: odd sizes, a 1-D input, bfloat16 with 4-D input
+    hidden("linear_odd", "linear", "run_linear", 1001, linear_case((5,), 7, 13), floor=8.6e-8),
+    hidden("linear_1d", "linear", "run_linear", 1002, linear_case((), 33, 17), floor=9.1e-8),
+    hidden("linear_4d_bf16", "linear", "run_linear", 1003, linear_case((2, 3, 4), 24, 10, x_std=2.0), floor=2.5e-3, dtype=BF16),
+    # embedding: repeated ids and both ends of an odd vocabulary; 1-D and 3-D ids; bfloat16 table
+    hidden("embedding_repeated_ids", "embedding", "run_embedding", 1011, edited(embedding_case((9,), 37, 13), _repeat_ids),
+           floor=EXACT),
+    hidden("embedding_3d_ids", "embedding", "run_embedding", 1012, embedding_case((2, 3, 5), 11, 7), floor=EXACT),
+    hidden("embedding_bf16", "embedding", "run_embedding", 1013, embedding_case((4, 6), 50, 16), floor=EXACT, dtype=BF16),
+    # silu: exactly 0 and large magnitudes (x or 0, never NaN); odd 1-D; bfloat16 4-D
+    hidden("silu_zero_and_large", "silu", "run_silu", 1021, pointwise_case((3, 5, 7), std=4.0, extremes=PAIRS), floor=5.7e-10),
+    hidden("silu_1d_odd", "silu", "run_silu", 1022, pointwise_case((13,), std=2.0), floor=2.5e-8),
+    hidden("silu_4d_bf16", "silu", "run_silu", 1023, pointwise_case((2, 3, 4, 5), std=3.0, extremes=(0.0, 300.0, -300.0)),
+           floor=4.1e-4, dtype=BF16),
+    # gelu: exactly 0 and large magnitudes (exact form); tanh form on odd 1-D; bfloat16
+    # (values of 1e4 would set the error scale rms(e) so high that the two GELU forms, which
+    # differ by up to 5e-4, could not be told apart: they get a case of their own)
+    hidden("gelu_zero_and_large", "gelu", "run_gelu", 1031,
+           pointwise_case((2, 3, 4, 5), std=3.0, extremes=MODERATE_PAIRS, approximate="none"), floor=2.8e-8),
+    hidden("gelu_tanh_1d_odd", "gelu", "run_gelu", 1032,
+           pointwise_case((17,), std=3.0, extremes=(0.0, 88.0, -88.0), approximate="tanh"), floor=9.8e-9),
+    hidden("gelu_huge_values", "gelu", "run_gelu", 1034,
+           pointwise_case((6,), std=1.0, extremes=(BIG, -BIG, 1e3, -1e3, 0.0, -0.0), approximate="none"), floor=0.0),
+    hidden("gelu_bf16", "gelu", "run_gelu", 1033, pointwise_case((4, 9), std=3.0, approximate="none"), floor=1.7e-3, dtype=BF16),
+    # softmax: along a middle dim of a 4-D input; 1-D; a uniform row and a one-hot row; bfloat16
+    hidden("softmax_middle_dim", "softmax", "run_softmax", 1041, softmax_case((2, 5, 3, 4), dim=1, std=2.0), floor=8.4e-8),
+    hidden("softmax_1d", "softmax", "run_softmax", 1042, softmax_case((13,), dim=0, std=3.0), floor=4.3e-8),
+    hidden("softmax_uniform_and_one_hot", "softmax", "run_softmax", 1043,
+           edited(softmax_case((4, 11), dim=-1, std=2.0), _uniform_and_one_hot_rows), floor=6.7e-8),
+    hidden("softmax_bf16", "softmax", "run_softmax", 1044, softmax_case((6, 11), dim=-1, std=4.0), floor=1.5e-3, dtype=BF16),
+    # a fully masked row returns zeros (our documented definition; torch.softmax gives NaN)
+    hidden("softmax_fully_masked_row", "softmax", "run_softmax", 1045,
+           edited(softmax_case((4, 9), dim=-1, std=2.0, mask_fraction=0.3), _fully_masked_row), floor=7.1e-8),
+    # rmsnorm: a zero row and a row with one huge entry; 1-D with another eps; bfloat16 4-D
+    hidden("rmsnorm_zero_row_and_spike", "rmsnorm", "run_rmsnorm", 1051,
+           edited(rmsnorm_case((4,), 33, eps=1e-5), _zero_row_and_spike), floor=8.8e-8),
+    hidden("rmsnorm_1d", "rmsnorm", "run_rmsnorm", 1052, rmsnorm_case((), 7, eps=1e-6), floor=4.3e-8),
+    hidden("rmsnorm_4d_bf16", "rmsnorm", "run_rmsnorm", 1053, rmsnorm_case((2, 3, 4), 20, eps=1e-5, x_std=3.0),
+           floor=2.3e-3, dtype=BF16),
+    # layernorm: a constant row (-> bias); 4-D with a large eps; 1-D bfloat16 with an offset
+    hidden("layernorm_constant_row", "layernorm", "run_layernorm", 1061,
+           edited(layernorm_case((5,), 33, eps=1e-5, x_mean=2.0), _constant_row), floor=2.3e-7),
+    hidden("layernorm_4d_eps", "layernorm", "run_layernorm", 1062, layernorm_case((2, 3, 4), 9, eps=1e-2), floor=1.1e-7),
+    hidden("layernorm_1d_bf16", "layernorm", "run_layernorm", 1063, layernorm_case((), 40, eps=1e-5, x_std=2.0, x_mean=4.0),
+           floor=1.2e-3, dtype=BF16),
+    # swiglu: d_ff not a multiple of 64 with odd d_model; 1-D; bfloat16
+    hidden("swiglu_odd", "swiglu", "run_swiglu", 1071, swiglu_case((5,), 33, 100), floor=3.8e-7),
+    hidden("swiglu_1d", "swiglu", "run_swiglu", 1072, swiglu_case((), 16, 45, x_std=2.0), floor=3.1e-7),
+    hidden("swiglu_odd_bf16", "swiglu", "run_swiglu", 1073, swiglu_case((3, 4), 24, 100), floor=1.7e-2, dtype=BF16),
+    # positionwise_ffn: odd sizes; ReLU on 4-D input; tanh-GELU in bfloat16
+    hidden("positionwise_ffn_odd", "positionwise_ffn", "run_positionwise_feedforward", 1081,
+           positionwise_case((5,), 33, 100), floor=5.0e-7),
+    hidden("positionwise_ffn_relu_4d", "positionwise_ffn", "run_positionwise_feedforward", 1082,
+           positionwise_case((2, 3, 4), 12, 20, activation="relu"), floor=1.5e-7),
+    hidden("positionwise_ffn_tanh_bf16", "positionwise_ffn", "run_positionwise_feedforward", 1083,
+           positionwise_case((4, 6), 16, 40, activation="gelu_tanh"), floor=7.4e-3, dtype=BF16),
+    # ffn_block: both configs with odd d_ff; LayerNorm without bias + ReLU on a 1-D input; bfloat16
+    hidden("ffn_block_ln_pw_odd", "ffn_block", "run_ffn_block", 1091,
+           ffn_block_case((5,), 33, 100, "layernorm", "positionwise", "gelu", bias=True), floor=1.5e-7),
+    hidden("ffn_block_rms_glu_4d_odd", "ffn_block", "run_ffn_block", 1092,
+           ffn_block_case((2, 3, 4), 20, 100, "rmsnorm", "swiglu", "silu"), floor=1.2e-7),
+    hidden("ffn_block_ln_pw_nobias_1d", "ffn_block", "run_ffn_block", 1093,
+           ffn_block_case((), 16, 36, "layernorm", "positionwise", "relu"), floor=5.6e-8),
+    hidden("ffn_block_rms_glu_bf16", "ffn_block", "run_ffn_block", 1094,
+           ffn_block_case((4, 6), 24, 100, "rmsnorm", "swiglu", "silu"), floor=2.6e-3, dtype=BF16),
+]
+
+CASES = PUBLIC_CASES + HIDDEN_CASES
+BY_NAME = {c.name: c for c in CASES}
+
+
+def cases_of(component: str, hidden: bool | None = None) -> list[Case]:
+    """The cases of one component (public and hidden, or one kind), in registry order."""
+    if component not in COMPONENTS:
+        raise ValueError(f"unknown component {component!r}; valid names are {list(COMPONENTS)}")
+    return [c for c in CASES if c.component == component and hidden in (None, c.hidden)]
