@@ -108,7 +108,7 @@ def run_positionwise_feedforward(
     activation: str = "gelu",
 ) -> Float[Tensor, " ... d_model"]:
     module = PositionWiseFFN(d_model, d_ff, activation=activation, bias=True, **_like(w1_weight))
-    weights = {"w1.weight": w1_weight, "b1": b1, "w2.weight": w2_weight, "b2": b2}
+    weights = {"w1.weight": w1_weight, "w1.bias": b1, "w2.weight": w2_weight, "w2.bias": b2}
     return _loaded(module, weights)(in_features)
 
 

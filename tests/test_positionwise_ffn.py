@@ -27,14 +27,14 @@ def test_positionwise_ffn_kernel_matches_torch_builtin(batch):
 
 def test_positionwise_ffn_module_state_dict_keys():
     shapes = {k: tuple(v.shape) for k, v in PositionWiseFFN(24, 40).state_dict().items()}
-    assert shapes == {"w1.weight": (40, 24), "b1": (40,), "w2.weight": (24, 40), "b2": (24,)}
+    assert shapes == {"w1.weight": (40, 24), "w1.bias": (40,), "w2.weight": (24, 40), "w2.bias": (24,)}
     assert set(PositionWiseFFN(24, 40, bias=False).state_dict()) == {"w1.weight", "w2.weight"}
 
 
 def test_positionwise_ffn_state_dict_round_trip():
     a, b = PositionWiseFFN(24, 40), PositionWiseFFN(24, 40)
     with torch.no_grad():
-        a.b1.add_(1.0)
+        a.w1.bias.add_(1.0)
     b.load_state_dict(a.state_dict())
     x = rand(3, 24, dtype=torch.float32)
     assert torch.equal(a(x), b(x))

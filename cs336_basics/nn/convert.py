@@ -33,9 +33,9 @@ _ARCHS: dict[str, tuple[str, tuple[str, ...], list[tuple[str, str, bool]]]] = {
         ("weight", "bias"),
         [
             ("dense_h_to_4h.weight", "w1.weight", False),
-            ("dense_h_to_4h.bias", "b1", False),
+            ("dense_h_to_4h.bias", "w1.bias", False),
             ("dense_4h_to_h.weight", "w2.weight", False),
-            ("dense_4h_to_h.bias", "b2", False),
+            ("dense_4h_to_h.bias", "w2.bias", False),
         ],
     ),
     "gpt2": (
@@ -43,9 +43,9 @@ _ARCHS: dict[str, tuple[str, tuple[str, ...], list[tuple[str, str, bool]]]] = {
         ("weight", "bias"),
         [
             ("c_fc.weight", "w1.weight", True),  # Conv1D: (d_model, d_ff), ours (d_ff, d_model)
-            ("c_fc.bias", "b1", False),
+            ("c_fc.bias", "w1.bias", False),
             ("c_proj.weight", "w2.weight", True),
-            ("c_proj.bias", "b2", False),
+            ("c_proj.bias", "w2.bias", False),
         ],
     ),
 }

@@ -32,16 +32,23 @@ def _compute_dtype(x: Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
-def linear(x: Float[Tensor, "... d_in"], weight: Float[Tensor, "d_out d_in"]) -> Float[Tensor, "... d_out"]:
-    """y = x W^T, with W of shape (d_out, d_in) as in torch.nn.Linear. Runs in x's dtype."""
+def linear(
+    x: Float[Tensor, "... d_in"], weight: Float[Tensor, "d_out d_in"], bias: Float[Tensor, "d_out"] | None = None
+) -> Float[Tensor, "... d_out"]:
+    """y = x W^T (+ b), with W of shape (d_out, d_in) as in torch.nn.Linear. Runs in x's dtype."""
     check_float("x", x)
     check_float("weight", weight)
     if weight.dim() != 2:
         raise ValueError(f"weight must be 2-D (d_out, d_in), got shape {tuple(weight.shape)}")
     check_last_dim("x", x, weight.shape[1], "d_in")
     check_same_dtype("x", x, "weight", weight)
+    if bias is not None:
+        check_float("bias", bias)
+        check_same_dtype("x", x, "bias", bias)
+        check_shape("bias", bias, (weight.shape[0],))
     # BEGIN SOLUTION
-    return einsum(x, weight, "... d_in, d_out d_in -> ... d_out")
+    y = einsum(x, weight, "... d_in, d_out d_in -> ... d_out")
+    return y if bias is None else y + bias
     # END SOLUTION
 
 
@@ -180,13 +187,8 @@ def positionwise_ffn(
             check_shape(name, b, shape)
     act = get_activation(activation)
     # BEGIN SOLUTION
-    hidden = linear(x, w1)  # (..., d_ff)
-    if b1 is not None:
-        hidden = hidden + b1
-    out = linear(act(hidden), w2)  # (..., d_model)
-    if b2 is not None:
-        out = out + b2
-    return out
+    hidden = linear(x, w1, b1)  # (..., d_ff)
+    return linear(act(hidden), w2, b2)  # (..., d_model)
     # END SOLUTION
 
 

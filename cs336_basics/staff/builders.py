@@ -141,8 +141,8 @@ def ffn_block_case(
         if ffn == "swiglu":
             w["feed_forward.w3.weight"] = linear_weight(rng, d_ff, d_model)
         elif bias:
-            w["feed_forward.b1"] = randn(rng, d_ff, std=0.5)
-            w["feed_forward.b2"] = randn(rng, d_model, std=0.5)
+            w["feed_forward.w1.bias"] = randn(rng, d_ff, std=0.5)
+            w["feed_forward.w2.bias"] = randn(rng, d_model, std=0.5)
         return dict(
             d_model=d_model, d_ff=d_ff, weights=w, in_features=randn(rng, *batch, d_model, std=2.0, mean=0.5),
             norm=norm, ffn=ffn, activation=activation, eps=1e-5, bias=bias,

@@ -314,8 +314,8 @@ def test_convert_load_state_dict_unexpected_key_raises_naming_it():
 
 def test_convert_load_state_dict_shape_mismatch_raises_naming_key_and_shapes(hf):
     mlp = hf_gpt2_mlp(hf)
-    untransposed = {"w1.weight": mlp.c_fc.weight, "b1": mlp.c_fc.bias, "w2.weight": mlp.c_proj.weight,
-                    "b2": mlp.c_proj.bias}  # fmt: skip
+    untransposed = {"w1.weight": mlp.c_fc.weight, "w1.bias": mlp.c_fc.bias, "w2.weight": mlp.c_proj.weight,
+                    "w2.bias": mlp.c_proj.bias}  # fmt: skip
     with pytest.raises(ValueError, match=rf"w1\.weight: shape \({D}, {H}\), expected \({H}, {D}\)"):
         convert.load_state_dict(PositionWiseFFN(D, H), untransposed)
 

@@ -58,20 +58,24 @@ def up(x):
 # ---- wrong implementations -------------------------------------------------------------
 
 
-def linear_transposed(x, weight):
-    return x @ weight  # W instead of W^T
+def _plus(y, bias):
+    return y if bias is None else y + bias
 
 
-def linear_with_stray_bias(x, weight):
+def linear_transposed(x, weight, bias=None):
+    return _plus(x @ weight, bias)  # W instead of W^T
+
+
+def linear_with_stray_bias(x, weight, bias=None):
     # torch.nn.Linear's default bias, left in and never loaded: U(-1/sqrt(d_in), 1/sqrt(d_in))
     g = torch.Generator().manual_seed(0)
     bound = 1 / math.sqrt(weight.shape[1])
-    bias = (torch.rand(weight.shape[0], generator=g) * 2 - 1) * bound
-    return x @ weight.T + bias.to(x.dtype)
+    stray = (torch.rand(weight.shape[0], generator=g) * 2 - 1) * bound
+    return _plus(x @ weight.T + stray.to(x.dtype), bias)
 
 
-def linear_only_3d(x, weight):
-    return torch.einsum("bsi,oi->bso", x, weight)  # crashes on 2-D or 4-D input
+def linear_only_3d(x, weight, bias=None):
+    return _plus(torch.einsum("bsi,oi->bso", x, weight), bias)  # crashes on 2-D or 4-D input
 
 
 def embedding_off_by_one(token_ids, weight):
@@ -239,8 +243,8 @@ def block_residual_of_normed_input(self, x):
 # ---- correct implementations written differently ---------------------------------------
 
 
-def linear_matmul(x, weight):
-    return x @ weight.transpose(-1, -2)
+def linear_matmul(x, weight, bias=None):
+    return _plus(x @ weight.transpose(-1, -2), bias)
 
 
 def silu_exp_division(x):

@@ -9,8 +9,8 @@ from cs336_basics.nn.modules.linear import Linear
 
 class PositionWiseFFN(nn.Module):
     """act(x W1^T + b1) W2^T + b2, the original transformer FFN (Vaswani et al. 2017; GELU as in BERT and GPT-2).
-    State dict keys: w1.weight (d_ff, d_model), b1 (d_ff), w2.weight (d_model, d_ff), b2 (d_model);
-    biases start at zero and are absent when bias=False."""
+    State dict keys as torch.nn.Linear's and Hugging Face's: w1.weight (d_ff, d_model), w1.bias (d_ff),
+    w2.weight (d_model, d_ff), w2.bias (d_model); biases start at zero and are absent when bias=False."""
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", bias: bool = True, device=None, dtype=None):
         super().__init__()
@@ -21,17 +21,11 @@ class PositionWiseFFN(nn.Module):
         self.d_ff = d_ff
         self.activation = activation
         # BEGIN SOLUTION
-        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype)
-        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype)
-        if bias:
-            self.b1 = nn.Parameter(torch.zeros(d_ff, device=device, dtype=dtype))
-            self.b2 = nn.Parameter(torch.zeros(d_model, device=device, dtype=dtype))
-        else:
-            self.register_parameter("b1", None)
-            self.register_parameter("b2", None)
+        self.w1 = Linear(d_model, d_ff, device=device, dtype=dtype, bias=bias)
+        self.w2 = Linear(d_ff, d_model, device=device, dtype=dtype, bias=bias)
         # END SOLUTION
 
     def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
         # BEGIN SOLUTION
-        return F.positionwise_ffn(x, self.w1.weight, self.b1, self.w2.weight, self.b2, self.activation)
+        return F.positionwise_ffn(x, self.w1.weight, self.w1.bias, self.w2.weight, self.w2.bias, self.activation)
         # END SOLUTION
