@@ -54,7 +54,19 @@ def default_start_method() -> str:
     return os.environ.get(START_METHOD_ENV) or ("fork" if sys.platform.startswith("linux") else "spawn")
 
 
-def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float, fn, args, out: str) -> None:
+def _failure(e: BaseException) -> dict:
+    """An exception as the parent will re-raise it, stamped with the time it happened: when one
+    rank fails, its partners fail after it (their connections reset), and the parent reports the
+    first."""
+    try:
+        pickle.dumps(e)
+        err = e
+    except Exception:  # an unpicklable exception travels as text
+        err = RuntimeError(f"{type(e).__name__}: {e}")
+    return {"error": err, "traceback": traceback.format_exc(), "time_ns": time.time_ns()}
+
+
+def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float | int, fn, args, out: str) -> None:
     torch.set_num_threads(1)  # W ranks share the machine's cores; also keeps a forked OpenMP pool unused
     path = Path(out) / f"rank{rank}.pkl"
     try:
@@ -69,16 +81,12 @@ def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: flo
         )
         try:
             result = {"ok": fn(rank, world_size, *args)}
+        except BaseException as e:  # noqa: BLE001: recorded before the group goes, see _failure
+            result = _failure(e)
         finally:
             dist.destroy_process_group()
     except BaseException as e:  # noqa: BLE001: every failure goes back to the parent
-        tb = traceback.format_exc()
-        try:
-            pickle.dumps(e)
-            err = e
-        except Exception:  # an unpicklable exception travels as text
-            err = RuntimeError(f"{type(e).__name__}: {e}")
-        result = {"error": err, "traceback": tb}
+        result = _failure(e)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as f:
         torch.save(result, f, pickle_module=pickle)
@@ -104,7 +112,7 @@ def launch(
     world_size: int,
     args: tuple = (),
     backend: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | int = DEFAULT_TIMEOUT,
     start_method: str | None = None,
 ) -> list[Any]:
     """[fn(rank, world_size, *args) for each rank], each run in its own process inside a process
@@ -152,10 +160,10 @@ def launch(
             with open(path, "rb") as f:
                 res = torch.load(f, pickle_module=pickle, weights_only=False)
             if "error" in res:
-                errors.append((r, res))
+                errors.append((res["time_ns"], r, res))
             results.append(res.get("ok"))
     if errors:
-        rank, res = errors[0]
+        _, rank, res = min(errors, key=lambda e: e[:2])  # the first to fail; its partners fail after it
         raise res["error"] from RemoteTraceback(f"\nrank {rank} of {world_size}:\n{res['traceback']}")
     if silent:
         raise RuntimeError(f"ranks died without a result (rank, exit code): {silent}")
