@@ -16,7 +16,11 @@ from torch import nn
 
 from cs336_basics.nn import convert
 from cs336_basics.nn.modules import Linear, SwiGLUFFN
-from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelSwiGLUFFN, RowParallelLinear
+from cs336_basics.nn.parallel import (
+    ColumnParallelLinear,
+    ParallelSwiGLUFFN,
+    RowParallelLinear,
+)
 
 D_MODEL, D_FF, BATCH = 16, 24, (2, 3)  # d_ff and d_model divide by 1, 2 and 4
 WORLD_SIZES = (1, 2, 4)
@@ -141,7 +145,7 @@ def preload_dtensor() -> None:
     """Import DTensor's tensor parallelism and what it loads lazily on first use (torch._dynamo),
     here in the parent, so that forked ranks share the ~5 s of imports instead of each paying it.
     Called at the first launch, not at import, so that `pytest -k <other component>` stays fast."""
-    import torch._dynamo  # noqa: F401
+    import torch._dynamo
     import torch.distributed.tensor.parallel  # noqa: F401
 
 
@@ -150,7 +154,11 @@ def rank_dtensor(rank: int, world_size: int) -> dict:
     with ColwiseParallel / RowwiseParallel on torch.nn.Linear), weights gathered to full tensors."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
 
     mesh = init_device_mesh("cpu", (world_size,))
     styles = {

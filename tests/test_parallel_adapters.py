@@ -10,7 +10,11 @@ from cs336_basics.testing import tolerance
 from . import _parallel as P
 from . import oracles
 from ._helpers import assert_close, rand
-from .adapters import run_column_parallel_linear, run_parallel_swiglu, run_row_parallel_linear
+from .adapters import (
+    run_column_parallel_linear,
+    run_parallel_swiglu,
+    run_row_parallel_linear,
+)
 
 TOL = tolerance(4.4e-7)  # float32; measured floor vs built-ins over 3 seeds, W = 1, 2, 4 (tests/README.md)
 

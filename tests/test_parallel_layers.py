@@ -11,7 +11,11 @@ import pytest
 import torch
 
 from cs336_basics.nn import convert
-from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelSwiGLUFFN, RowParallelLinear
+from cs336_basics.nn.parallel import (
+    ColumnParallelLinear,
+    ParallelSwiGLUFFN,
+    RowParallelLinear,
+)
 from cs336_basics.nn.parallel.launch import launch
 from cs336_basics.testing import tolerance
 
@@ -165,7 +169,7 @@ def _measure() -> None:
             err = max(float(scaled_error(a, b).max()) for a, b in pairs)
             worst[name, dtype] = max(worst.get((name, dtype), 0.0), err)
     for (name, dtype), err in worst.items():
-        print(f"ours vs {name:15s} {str(dtype):14s} {err:.2e}")
+        print(f"ours vs {name:15s} {dtype!s:14s} {err:.2e}")
 
 
 if __name__ == "__main__":

@@ -61,12 +61,12 @@ def _failure(e: BaseException) -> dict:
     try:
         pickle.dumps(e)
         err = e
-    except Exception:  # an unpicklable exception travels as text
+    except Exception:  # noqa: BLE001 -- an unpicklable exception travels as text
         err = RuntimeError(f"{type(e).__name__}: {e}")
     return {"error": err, "traceback": traceback.format_exc(), "time_ns": time.time_ns()}
 
 
-def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float | int, fn, args, out: str) -> None:
+def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float, fn, args, out: str) -> None:
     torch.set_num_threads(1)  # W ranks share the machine's cores; also keeps a forked OpenMP pool unused
     path = Path(out) / f"rank{rank}.pkl"
     try:
@@ -81,11 +81,11 @@ def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: flo
         )
         try:
             result = {"ok": fn(rank, world_size, *args)}
-        except BaseException as e:  # noqa: BLE001: recorded before the group goes, see _failure
+        except BaseException as e:  # noqa: BLE001 -- recorded before the group goes, see _failure
             result = _failure(e)
         finally:
             dist.destroy_process_group()
-    except BaseException as e:  # noqa: BLE001: every failure goes back to the parent
+    except BaseException as e:  # noqa: BLE001 -- every failure goes back to the parent
         result = _failure(e)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as f:
@@ -112,7 +112,7 @@ def launch(
     world_size: int,
     args: tuple = (),
     backend: str | None = None,
-    timeout: float | int = DEFAULT_TIMEOUT,
+    timeout: float = DEFAULT_TIMEOUT,
     start_method: str | None = None,
 ) -> list[Any]:
     """[fn(rank, world_size, *args) for each rank], each run in its own process inside a process
