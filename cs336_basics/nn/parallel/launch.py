@@ -66,7 +66,7 @@ def _failure(e: BaseException) -> dict:
     return {"error": err, "traceback": traceback.format_exc(), "time_ns": time.time_ns()}
 
 
-def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float, fn, args, out: str) -> None:
+def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float | int, fn, args, out: str) -> None:
     torch.set_num_threads(1)  # W ranks share the machine's cores; also keeps a forked OpenMP pool unused
     path = Path(out) / f"rank{rank}.pkl"
     try:
@@ -112,7 +112,7 @@ def launch(
     world_size: int,
     args: tuple = (),
     backend: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | int = DEFAULT_TIMEOUT,  # noqa: PYI041 -- beartype rejects an int for a float
     start_method: str | None = None,
 ) -> list[Any]:
     """[fn(rank, world_size, *args) for each rank], each run in its own process inside a process
