@@ -21,6 +21,7 @@ from cs336_basics.nn.modules import (
     RMSNorm,
     SwiGLUFFN,
 )
+from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelSwiGLUFFN, RowParallelLinear, launch
 
 
 def _loaded(module: torch.nn.Module, state_dict: dict[str, Tensor]) -> torch.nn.Module:
@@ -127,3 +128,44 @@ def run_ffn_block(
     `feed_forward.w1.weight`, ...)."""
     config = FFNBlockConfig(d_model, d_ff, norm=norm, ffn=ffn, activation=activation, eps=eps, bias=bias)
     return _loaded(FFNBlock(config, **_like(in_features)), weights)(in_features)
+
+
+# Tensor parallelism (Megatron-LM, Shoeybi et al. 2019; Meta's llama FeedForward): each adapter
+# starts a group of `world_size` processes on 127.0.0.1, gives every rank its shard of the full
+# weights, and returns the whole output as one tensor (cs336_basics/nn/parallel/launch.py).
+
+
+def run_column_parallel_linear(
+    d_in: int,
+    d_out: int,
+    world_size: int,
+    weights: Float[Tensor, " d_out d_in"],
+    in_features: Float[Tensor, " ... d_in"],
+    gather_output: bool = True,
+) -> Float[Tensor, " ... d_out"]:
+    make = launch.module_factory(ColumnParallelLinear, d_in=d_in, d_out=d_out, gather_output=gather_output)
+    return launch.run_sharded(make, {"weight": weights}, in_features, world_size)
+
+
+def run_row_parallel_linear(
+    d_in: int,
+    d_out: int,
+    world_size: int,
+    weights: Float[Tensor, " d_out d_in"],
+    in_features: Float[Tensor, " ... d_in"],
+) -> Float[Tensor, " ... d_out"]:
+    make = launch.module_factory(RowParallelLinear, d_in=d_in, d_out=d_out, input_is_parallel=False)
+    return launch.run_sharded(make, {"weight": weights}, in_features, world_size)
+
+
+def run_parallel_swiglu(
+    d_model: int,
+    d_ff: int,
+    world_size: int,
+    w1_weight: Float[Tensor, " d_ff d_model"],
+    w2_weight: Float[Tensor, " d_model d_ff"],
+    w3_weight: Float[Tensor, " d_ff d_model"],
+    in_features: Float[Tensor, " ... d_model"],
+) -> Float[Tensor, " ... d_model"]:
+    weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
+    return launch.run_sharded(launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size)

@@ -1,0 +1,204 @@
+"""Start a process group of `world_size` ranks on this machine, run a function on every rank and
+collect what each returns: for tests, adapters and benchmarks (a real cluster uses `torchrun`).
+
+The ranks rendezvous on 127.0.0.1 at a free port. Each writes its result, or its exception and
+traceback, to a file in a private directory. The parent waits at most `timeout` seconds; as soon
+as one rank fails, or the time is up, it kills every rank still running (a rank blocked in a
+collective whose partner died would otherwise hang) and re-raises the failing rank's exception.
+No rank outlives the call.
+"""
+
+import functools
+import multiprocessing as mp
+import os
+import pickle
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from datetime import timedelta
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from cs336_basics.nn import convert
+from cs336_basics.nn.parallel.comm import choose_backend
+
+START_METHOD_ENV = "CS336_START_METHOD"
+DEFAULT_TIMEOUT = 60.0
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in another process (as concurrent.futures shows it)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def default_start_method() -> str:
+    """$CS336_START_METHOD, else fork on Linux (the ranks start at once, sharing the parent's
+    imports) and spawn elsewhere (fork is unsafe on macOS)."""
+    return os.environ.get(START_METHOD_ENV) or ("fork" if sys.platform.startswith("linux") else "spawn")
+
+
+def _failure(e: BaseException) -> dict:
+    """An exception as the parent will re-raise it, stamped with the time it happened: when one
+    rank fails, its partners fail after it (their connections reset), and the parent reports the
+    first."""
+    try:
+        pickle.dumps(e)
+        err = e
+    except Exception:  # noqa: BLE001 -- an unpicklable exception travels as text
+        err = RuntimeError(f"{type(e).__name__}: {e}")
+    return {"error": err, "traceback": traceback.format_exc(), "time_ns": time.time_ns()}
+
+
+def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float | int, fn, args, out: str) -> None:
+    torch.set_num_threads(1)  # W ranks share the machine's cores; also keeps a forked OpenMP pool unused
+    path = Path(out) / f"rank{rank}.pkl"
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(rank % torch.cuda.device_count())
+        dist.init_process_group(
+            backend,
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world_size,
+            timeout=timedelta(seconds=timeout),
+        )
+        try:
+            result = {"ok": fn(rank, world_size, *args)}
+        except BaseException as e:  # noqa: BLE001 -- recorded before the group goes, see _failure
+            result = _failure(e)
+        finally:
+            dist.destroy_process_group()
+    except BaseException as e:  # noqa: BLE001 -- every failure goes back to the parent
+        result = _failure(e)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        torch.save(result, f, pickle_module=pickle)
+    tmp.rename(path)
+    if "error" in result:
+        os._exit(1)
+
+
+def _stop(procs: list) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 5.0
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
+def launch(
+    fn: Callable[..., Any],
+    world_size: int,
+    args: tuple = (),
+    backend: str | None = None,
+    timeout: float | int = DEFAULT_TIMEOUT,  # noqa: PYI041 -- beartype rejects an int for a float
+    start_method: str | None = None,
+) -> list[Any]:
+    """[fn(rank, world_size, *args) for each rank], each run in its own process inside a process
+    group of `world_size` ranks (backend: `comm.choose_backend`). `fn` and `args` must pickle
+    under `spawn`. Raises the first failing rank's exception (its traceback chained), or
+    TimeoutError naming the ranks still running after `timeout` seconds."""
+    if not isinstance(world_size, int) or world_size < 1:
+        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
+    backend = choose_backend(backend)
+    ctx = mp.get_context(start_method or default_start_method())
+    with tempfile.TemporaryDirectory(prefix="cs336_parallel_") as out:
+        port = free_port()
+        procs = [
+            ctx.Process(
+                target=_rank_main,
+                args=(r, world_size, port, backend, timeout, fn, args, out),
+                name=f"cs336-rank{r}",
+                daemon=True,
+            )
+            for r in range(world_size)
+        ]
+        running = list(procs)
+        try:
+            for p in procs:
+                p.start()
+            deadline = time.monotonic() + timeout
+            while running and time.monotonic() < deadline:
+                for s in wait([p.sentinel for p in running], timeout=deadline - time.monotonic()):
+                    p = next(p for p in running if p.sentinel == s)
+                    p.join()
+                    running.remove(p)
+                if any(p.exitcode != 0 for p in procs if p.exitcode is not None):
+                    break  # one rank failed: its partners may be blocked in a collective
+        finally:
+            unfinished = [r for r, p in enumerate(procs) if p in running]
+            _stop(procs)
+        results, errors, silent = [], [], []
+        for r, p in enumerate(procs):
+            path = Path(out) / f"rank{r}.pkl"
+            if not path.exists():
+                results.append(None)
+                if r not in unfinished:
+                    silent.append((r, p.exitcode))
+                continue
+            with open(path, "rb") as f:
+                res = torch.load(f, pickle_module=pickle, weights_only=False)
+            if "error" in res:
+                errors.append((res["time_ns"], r, res))
+            results.append(res.get("ok"))
+    if errors:
+        _, rank, res = min(errors, key=lambda e: e[:2])  # the first to fail; its partners fail after it
+        raise res["error"] from RemoteTraceback(f"\nrank {rank} of {world_size}:\n{res['traceback']}")
+    if silent:
+        raise RuntimeError(f"ranks died without a result (rank, exit code): {silent}")
+    if unfinished:
+        raise TimeoutError(f"ranks {unfinished} of a group of {world_size} did not finish within {timeout:g} s; killed")
+    return results
+
+
+def _sharded_forward(rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor):
+    """One rank of `run_sharded`: build, load this rank's shard, run."""
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else x.device
+    module = make_module(device=device, dtype=x.dtype)
+    shard = convert.shard_state_dict(state_dict, convert.sharding_plan(module), rank, world_size)
+    convert.load_state_dict(module, shard)
+    with torch.no_grad():
+        y = module(x.to(device))
+    return y.cpu(), bool(module.output_is_sharded)
+
+
+def run_sharded(
+    make_module: Callable[..., torch.nn.Module],
+    state_dict: dict[str, Tensor],
+    x: Tensor,
+    world_size: int,
+    **launch_kwargs,
+) -> Tensor:
+    """make_module(device=, dtype=) built on each of `world_size` ranks, loaded with its shard of
+    the full `state_dict` (`convert.shard_state_dict` by the module's `sharding_plan`) and applied
+    to x. Returns the whole output as one tensor on x's device: rank 0's, or every rank's
+    concatenated along the last dim where the module leaves its output sharded."""
+    outputs = launch(_sharded_forward, world_size, (make_module, state_dict, x), **launch_kwargs)
+    ys = [y for y, _ in outputs]
+    return (torch.cat(ys, dim=-1) if outputs[0][1] else ys[0]).to(x.device)
+
+
+def module_factory(cls: type, **kwargs) -> Callable[..., torch.nn.Module]:
+    """A picklable `cls(**kwargs, device=, dtype=)` for `run_sharded`."""
+    return functools.partial(cls, **kwargs)

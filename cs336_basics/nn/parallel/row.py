@@ -1,0 +1,61 @@
+import torch
+from jaxtyping import Float
+from torch import Tensor, nn
+
+from cs336_basics.nn import functional as F
+from cs336_basics.nn._checks import check_positive
+from cs336_basics.nn.init import linear_std
+from cs336_basics.nn.parallel.comm import (
+    check_divisible,
+    reduce_from_parallel_region,
+    scatter_to_parallel_region,
+    world_size_and_rank,
+)
+
+
+class RowParallelLinear(nn.Module):
+    """y = x W^T with W (d_out, d_in) split by input columns: rank r holds columns
+    [r d_in/W, (r+1) d_in/W) and multiplies them with the matching slice of x; the partial
+    products are summed over ranks (g: all-reduce forward, identity backward). Megatron-LM
+    (Shoeybi et al. 2019); fairscale's RowParallelLinear, as in Meta's llama.
+    input_is_parallel=True takes this rank's slice (..., d_in/W) (a ColumnParallelLinear's
+    output with gather_output=False); False takes the full (..., d_in) and keeps its slice.
+    Returns the full (..., d_out) on every rank, in x's dtype."""
+
+    shard_dim = 1  # the axis of `weight` split across ranks (nn.convert.shard_state_dict)
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        input_is_parallel: bool = False,
+        group=None,
+        world_size: int | None = None,
+        rank: int | None = None,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        check_positive("d_in", d_in)
+        check_positive("d_out", d_out)
+        self.world_size, self.rank = world_size_and_rank(group, world_size, rank)
+        self.d_in, self.d_out, self.input_is_parallel, self.group = d_in, d_out, input_is_parallel, group
+        self.d_in_per_rank = check_divisible("d_in", d_in, self.world_size)
+        # BEGIN SOLUTION
+        self.weight = nn.Parameter(torch.empty(d_out, self.d_in_per_rank, device=device, dtype=dtype))
+        # END SOLUTION
+        std = linear_std(d_in, d_out)
+        nn.init.trunc_normal_(self.weight, mean=0.0, std=std, a=-3 * std, b=3 * std)
+
+    output_is_sharded = False
+
+    def forward(self, x: Float[Tensor, "... d_in_or_shard"]) -> Float[Tensor, "... d_out"]:
+        # BEGIN SOLUTION
+        if not self.input_is_parallel:
+            x = scatter_to_parallel_region(x, self.group)  # (..., d_in / W)
+        partial = F.linear(x, self.weight)  # (..., d_out): this rank's share of the sum
+        return reduce_from_parallel_region(partial, self.group)
+        # END SOLUTION
+
+    def extra_repr(self) -> str:
+        return f"d_in={self.d_in}, d_out={self.d_out}, input_is_parallel={self.input_is_parallel}, world_size={self.world_size}, rank={self.rank}"

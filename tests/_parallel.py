@@ -1,0 +1,225 @@
+"""Shared machinery of the tensor-parallel tests: the work each rank does (in its own process,
+started by cs336_basics.nn.parallel.launch) and its single-process counterparts.
+
+One launch per world size runs every case on every rank and returns the raw tensors; the tests
+then assert one behaviour each on those results. A case is a layer kind in a dtype: its output,
+the gradient of its input and of each weight, for a fixed random upstream gradient dy.
+"""
+
+import functools
+from collections import Counter
+from contextlib import contextmanager
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from cs336_basics.nn import convert
+from cs336_basics.nn.modules import Linear, SwiGLUFFN
+from cs336_basics.nn.parallel import (
+    ColumnParallelLinear,
+    ParallelSwiGLUFFN,
+    RowParallelLinear,
+)
+
+D_MODEL, D_FF, BATCH = 16, 24, (2, 3)  # d_ff and d_model divide by 1, 2 and 4
+WORLD_SIZES = (1, 2, 4)
+DTYPES = (torch.float32, torch.float64)
+# kind: (d_in, d_out, upstream gradient's last dim)
+KINDS = {
+    "column_gathered": (D_MODEL, D_FF),
+    "column_sharded": (D_MODEL, D_FF),
+    "row_parallel_input": (D_FF, D_MODEL),
+    "row_full_input": (D_FF, D_MODEL),
+    "ffn": (D_MODEL, D_FF),
+}
+COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast", "all_to_all_single")
+
+
+def _rand(*shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+
+def inputs(kind: str) -> dict:
+    """Full weights (our state dict keys), input x and upstream gradient dy, in float64."""
+    d_in, d_out = KINDS[kind]
+    if kind == "ffn":
+        w = {"w1.weight": _rand(D_FF, D_MODEL, seed=1) * 0.3, "w2.weight": _rand(D_MODEL, D_FF, seed=2) * 0.3,
+             "w3.weight": _rand(D_FF, D_MODEL, seed=3) * 0.3}
+        return {"weights": w, "x": _rand(*BATCH, D_MODEL, seed=4), "dy": _rand(*BATCH, D_MODEL, seed=5)}
+    return {"weights": {"weight": _rand(d_out, d_in, seed=6) * 0.3}, "x": _rand(*BATCH, d_in, seed=7),
+            "dy": _rand(*BATCH, d_out, seed=8)}
+
+
+def parallel_module(kind: str, **kw) -> nn.Module:
+    d_in, d_out = KINDS[kind]
+    if kind == "ffn":
+        return ParallelSwiGLUFFN(D_MODEL, D_FF, **kw)
+    if kind.startswith("column"):
+        return ColumnParallelLinear(d_in, d_out, gather_output=kind == "column_gathered", **kw)
+    return RowParallelLinear(d_in, d_out, input_is_parallel=kind == "row_parallel_input", **kw)
+
+
+@functools.cache
+def single_process(kind: str, dtype: torch.dtype) -> dict:
+    """Output and gradients of our single-process module (Linear or SwiGLUFFN) on the full weights."""
+    d_in, d_out = KINDS[kind]
+    case = inputs(kind)
+    module = SwiGLUFFN(D_MODEL, D_FF, dtype=dtype) if kind == "ffn" else Linear(d_in, d_out, dtype=dtype)
+    convert.load_state_dict(module, {k: v.to(dtype) for k, v in case["weights"].items()})
+    x = case["x"].to(dtype).requires_grad_()
+    y = module(x)
+    (y * case["dy"].to(dtype)).sum().backward()
+    return {"y": y.detach(), "dx": x.grad, "dw": {k: p.grad for k, p in module.named_parameters()}}
+
+
+def _slice(t, rank, world_size):
+    n = t.shape[-1] // world_size
+    return t[..., rank * n : (rank + 1) * n]
+
+
+@contextmanager
+def counting_collectives():
+    """Count every call of the torch.distributed collectives in COLLECTIVES while inside."""
+    counts, originals = Counter(), {name: getattr(dist, name) for name in COLLECTIVES}
+
+    def counted(name):
+        def call(*args, **kwargs):
+            counts[name] += 1
+            return originals[name](*args, **kwargs)
+        return call
+
+    for name in COLLECTIVES:
+        setattr(dist, name, counted(name))
+    try:
+        yield counts
+    finally:
+        for name, fn in originals.items():
+            setattr(dist, name, fn)
+
+
+def run_case(module: nn.Module, kind: str, dtype, rank: int, world_size: int) -> dict:
+    """This rank's output, input gradient, local weight gradients and the collectives issued in
+    forward and in backward, for `module` already holding this rank's shard."""
+    case = inputs(kind)
+    x_full = case["x"].to(dtype)
+    x = (_slice(x_full, rank, world_size) if kind == "row_parallel_input" else x_full).clone().requires_grad_()
+    dy = case["dy"].to(dtype)
+    if kind == "column_sharded":
+        dy = _slice(dy, rank, world_size)
+    with counting_collectives() as forward_counts:
+        y = module(x)
+    with counting_collectives() as backward_counts:
+        (y * dy).sum().backward()
+    return {"y": y.detach(), "dx": x.grad, "dw": {k: p.grad for k, p in module.named_parameters()},
+            "forward": dict(forward_counts), "backward": dict(backward_counts)}
+
+
+def rank_ours(rank: int, world_size: int) -> dict:
+    """On one rank: every (kind, dtype) case through our parallel modules."""
+    out = {}
+    for kind in KINDS:
+        for dtype in DTYPES:
+            module = parallel_module(kind, dtype=dtype)
+            full = {k: v.to(dtype) for k, v in inputs(kind)["weights"].items()}
+            convert.load_state_dict(module, convert.shard_state_dict(full, convert.sharding_plan(module), rank, world_size))
+            out[kind, dtype] = run_case(module, kind, dtype, rank, world_size)
+    return out
+
+
+class BuiltinSwiGLU(nn.Module):
+    """The oracle FFN: three torch.nn.Linear, as in Hugging Face's LlamaMLP."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.w1 = nn.Linear(D_MODEL, D_FF, bias=False, dtype=dtype)
+        self.w2 = nn.Linear(D_FF, D_MODEL, bias=False, dtype=dtype)
+        self.w3 = nn.Linear(D_MODEL, D_FF, bias=False, dtype=dtype)
+
+    def forward(self, x):
+        return self.w2(nn.functional.silu(self.w1(x)) * self.w3(x))
+
+
+def preload_dtensor() -> None:
+    """Import DTensor's tensor parallelism and what it loads lazily on first use (torch._dynamo),
+    here in the parent, so that forked ranks share the ~5 s of imports instead of each paying it.
+    Called at the first launch, not at import, so that `pytest -k <other component>` stays fast."""
+    import torch._dynamo
+    import torch.distributed.tensor.parallel  # noqa: F401
+
+
+def rank_dtensor(rank: int, world_size: int) -> dict:
+    """On one rank: every case through PyTorch's DTensor tensor parallelism (parallelize_module
+    with ColwiseParallel / RowwiseParallel on torch.nn.Linear), weights gathered to full tensors."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    mesh = init_device_mesh("cpu", (world_size,))
+    styles = {
+        "column_gathered": ColwiseParallel(output_layouts=Replicate()),
+        "column_sharded": ColwiseParallel(),
+        "row_parallel_input": RowwiseParallel(input_layouts=Shard(-1)),
+        "row_full_input": RowwiseParallel(input_layouts=Replicate()),
+    }
+    out = {}
+    for kind in KINDS:
+        for dtype in DTYPES:
+            d_in, d_out = KINDS[kind]
+            full = {k: v.to(dtype) for k, v in inputs(kind)["weights"].items()}
+            if kind == "ffn":
+                module = BuiltinSwiGLU(dtype)
+                plan = {"w1": ColwiseParallel(), "w3": ColwiseParallel(), "w2": RowwiseParallel()}
+            else:
+                module, plan = nn.Linear(d_in, d_out, bias=False, dtype=dtype), styles[kind]
+            module.load_state_dict(full)
+            module = parallelize_module(module, mesh, plan)
+            res = run_case(module, kind, dtype, rank, world_size)
+            res["dw"] = {k: p.grad.full_tensor() for k, p in module.named_parameters()}  # gathered
+            out[kind, dtype] = res
+    return out
+
+
+def rank_both(rank: int, world_size: int) -> dict:
+    return {"ours": rank_ours(rank, world_size), "dtensor": rank_dtensor(rank, world_size)}
+
+
+def assemble(per_rank: list[dict], kind: str, dtype, sharded_weights: bool, plan: dict | None = None) -> dict:
+    """One full result from the ranks' results: outputs and input gradients concatenated along
+    the last dim where they are sharded (rank 0's otherwise), weight gradients gathered by `plan`."""
+    rs = [r[kind, dtype] for r in per_rank]
+    y_sharded = kind == "column_sharded"
+    dx_sharded = kind == "row_parallel_input"
+    full = {
+        "y": torch.cat([r["y"] for r in rs], -1) if y_sharded else rs[0]["y"],
+        "dx": torch.cat([r["dx"] for r in rs], -1) if dx_sharded else rs[0]["dx"],
+        "forward": rs[0]["forward"],
+        "backward": rs[0]["backward"],
+    }
+    full["dw"] = convert.gather_state_dict([r["dw"] for r in rs], plan) if sharded_weights else rs[0]["dw"]
+    return full
+
+
+@functools.cache
+def plan_of(kind: str) -> dict:
+    return convert.sharding_plan(parallel_module(kind, world_size=1, rank=0))
+
+
+def child_pids() -> list[int]:
+    """The live child processes of this process (Linux: /proc; elsewhere multiprocessing's view)."""
+    import multiprocessing as mp
+    import os
+    from pathlib import Path
+
+    pids = {p.pid for p in mp.active_children()}
+    for task in Path(f"/proc/{os.getpid()}/task").glob("*"):
+        try:
+            pids |= {int(pid) for pid in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return sorted(pids)

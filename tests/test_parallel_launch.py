@@ -1,0 +1,65 @@
+"""The launcher behind the tensor-parallel tests and adapters: results come back in rank order,
+a failing rank's exception reaches the caller, a hung group is killed at its timeout, and no
+process outlives a launch."""
+
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from cs336_basics.nn.parallel import comm
+from cs336_basics.nn.parallel.launch import launch
+
+from . import _parallel as P
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    yield
+    assert P.child_pids() == [], "a rank outlived its launch"
+
+
+def _rank_sum(rank, world_size):
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    return rank, world_size, float(t)
+
+
+def _rank_1_fails_while_rank_0_waits(rank, world_size):
+    if rank == 1:
+        raise KeyError("rank 1 broke")
+    dist.all_reduce(torch.zeros(1))  # never completes: rank 1 is gone
+    return rank
+
+
+def _rank_hangs(rank, world_size):
+    time.sleep(3600)
+
+
+def test_parallel_launch_returns_each_rank_result_in_rank_order():
+    assert launch(_rank_sum, 4) == [(r, 4, 10.0) for r in range(4)]
+
+
+def test_parallel_launch_raises_the_failing_rank_exception_and_kills_its_partners():
+    start = time.monotonic()
+    with pytest.raises(KeyError, match="rank 1 broke") as info:
+        launch(_rank_1_fails_while_rank_0_waits, 2, timeout=60)
+    assert time.monotonic() - start < 30  # not the 60 s timeout: the partner was killed
+    assert "rank 1 of 2" in str(info.value.__cause__)
+
+
+def test_parallel_launch_kills_a_hung_group_at_its_timeout():
+    with pytest.raises(TimeoutError, match=r"ranks \[0, 1\] .* 2 s"):
+        launch(_rank_hangs, 2, timeout=2)
+
+
+def test_parallel_backend_is_gloo_without_cuda_and_overridable(monkeypatch):
+    monkeypatch.delenv(comm.BACKEND_ENV, raising=False)
+    assert comm.choose_backend() == ("nccl" if torch.cuda.is_available() else "gloo")
+    monkeypatch.setenv(comm.BACKEND_ENV, "nccl")
+    assert comm.choose_backend() == "nccl"
+    assert comm.choose_backend("gloo") == "gloo"  # an argument beats the environment
+    monkeypatch.setenv(comm.BACKEND_ENV, "mpi?")
+    with pytest.raises(ValueError, match=r"CS336_DIST_BACKEND must be one of \['gloo', 'nccl'\], got 'mpi\?'"):
+        comm.choose_backend()

@@ -1,0 +1,176 @@
+"""Tensor-parallel layers in real process groups (gloo on 127.0.0.1) of 1, 2 and 4 ranks: they
+compute what the single-process modules compute, agree with PyTorch's DTensor tensor
+parallelism, and issue Megatron-LM's collectives, no more.
+
+One launch per world size runs every case (tests/_parallel.py); each test checks one behaviour
+of those results. Tolerances are measured floors x 10 (tests/README.md, "Tensor parallelism")."""
+
+import functools
+
+import pytest
+import torch
+
+from cs336_basics.nn import convert
+from cs336_basics.nn.parallel import (
+    ColumnParallelLinear,
+    ParallelSwiGLUFFN,
+    RowParallelLinear,
+)
+from cs336_basics.nn.parallel.launch import launch
+from cs336_basics.testing import tolerance
+
+from . import _parallel as P
+from ._helpers import assert_close
+
+# Max scaled error over W = 1, 2, 4, every kind, output and every gradient.
+TOL_SINGLE = {torch.float32: tolerance(3.9e-7), torch.float64: tolerance(5.7e-16, torch.float64)}
+TOL_DTENSOR = {torch.float32: tolerance(2.0e-7), torch.float64: tolerance(3.2e-16, torch.float64)}
+
+CASES = [(k, w, d) for k in P.KINDS for w in P.WORLD_SIZES for d in P.DTYPES]
+IDS = [f"{k}-W{w}-{str(d).removeprefix('torch.')}" for k, w, d in CASES]
+_RUNS: dict[int, list[dict]] = {}
+
+
+def _run(world_size: int) -> list[dict]:
+    if world_size not in _RUNS:
+        P.preload_dtensor()
+        _RUNS[world_size] = launch(P.rank_both, world_size, timeout=60)
+    return _RUNS[world_size]
+
+
+@functools.cache
+def ours(kind, world_size, dtype) -> dict:
+    return P.assemble([r["ours"] for r in _run(world_size)], kind, dtype, True, P.plan_of(kind))
+
+
+@functools.cache
+def dtensor(kind, world_size, dtype) -> dict:
+    return P.assemble([r["dtensor"] for r in _run(world_size)], kind, dtype, False)
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    yield
+    assert P.child_pids() == [], "a rank outlived its launch"
+
+
+@pytest.mark.parametrize("kind, world_size, dtype", CASES, ids=IDS)
+def test_parallel_output_equals_single_process(kind, world_size, dtype):
+    got, want = ours(kind, world_size, dtype), P.single_process(kind, dtype)
+    assert_close(got["y"], want["y"], TOL_SINGLE[dtype], f"{kind} output, W={world_size}")
+
+
+@pytest.mark.parametrize("kind, world_size, dtype", CASES, ids=IDS)
+def test_parallel_input_grad_equals_single_process(kind, world_size, dtype):
+    got, want = ours(kind, world_size, dtype), P.single_process(kind, dtype)
+    assert_close(got["dx"], want["dx"], TOL_SINGLE[dtype], f"{kind} input grad, W={world_size}")
+
+
+@pytest.mark.parametrize("kind, world_size, dtype", CASES, ids=IDS)
+def test_parallel_weight_grads_gathered_equal_single_process(kind, world_size, dtype):
+    got, want = ours(kind, world_size, dtype), P.single_process(kind, dtype)
+    assert got["dw"].keys() == want["dw"].keys()
+    for key in want["dw"]:
+        assert_close(got["dw"][key], want["dw"][key], TOL_SINGLE[dtype], f"{kind} grad of {key}, W={world_size}")
+
+
+@pytest.mark.parametrize("kind, world_size, dtype", CASES, ids=IDS)
+def test_parallel_agrees_with_dtensor_parallelize_module(kind, world_size, dtype):
+    got, want = ours(kind, world_size, dtype), dtensor(kind, world_size, dtype)
+    tol = TOL_DTENSOR[dtype]
+    assert_close(got["y"], want["y"], tol, f"{kind} output vs DTensor, W={world_size}")
+    assert_close(got["dx"], want["dx"], tol, f"{kind} input grad vs DTensor, W={world_size}")
+    for key in want["dw"]:
+        assert_close(got["dw"][key], want["dw"][key], tol, f"{kind} grad of {key} vs DTensor, W={world_size}")
+
+
+# Megatron-LM's operators (Shoeybi et al. 2019, §3): (forward, backward) collectives per pass.
+COLLECTIVES = {
+    "column_gathered": ({"all_gather": 1}, {"all_reduce": 1}),
+    "column_sharded": ({}, {"all_reduce": 1}),
+    "row_parallel_input": ({"all_reduce": 1}, {}),
+    "row_full_input": ({"all_reduce": 1}, {"all_gather": 1}),
+    "ffn": ({"all_reduce": 1}, {"all_reduce": 2}),  # backward: one f per column-parallel layer (w1, w3)
+}
+
+
+@pytest.mark.parametrize("world_size", [2, 4], ids=lambda w: f"W{w}")
+def test_parallel_ffn_forward_issues_exactly_one_all_reduce(world_size):
+    for dtype in P.DTYPES:
+        assert ours("ffn", world_size, dtype)["forward"] == {"all_reduce": 1}
+
+
+@pytest.mark.parametrize("world_size", [2, 4], ids=lambda w: f"W{w}")
+@pytest.mark.parametrize("kind", list(COLLECTIVES))
+def test_parallel_collectives_per_pass_are_megatrons(kind, world_size):
+    got = ours(kind, world_size, torch.float32)
+    assert (got["forward"], got["backward"]) == COLLECTIVES[kind]
+
+
+def test_parallel_single_rank_issues_no_collective():
+    for kind in P.KINDS:
+        got = ours(kind, 1, torch.float32)
+        assert got["forward"] == {} and got["backward"] == {}, kind
+
+
+def test_parallel_column_rank_holds_its_block_of_output_rows():
+    w = torch.arange(24 * 16, dtype=torch.float64).reshape(24, 16)  # row i holds 16 i .. 16 i + 15
+    layer = ColumnParallelLinear(16, 24, world_size=4, rank=2, dtype=torch.float64)
+    shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=2, world_size=4)
+    convert.load_state_dict(layer, shard)
+    assert torch.equal(layer.weight, w[12:18])
+
+
+def test_parallel_row_rank_holds_its_block_of_input_columns():
+    w = torch.arange(16 * 24, dtype=torch.float64).reshape(16, 24)
+    layer = RowParallelLinear(24, 16, world_size=4, rank=1, dtype=torch.float64)
+    shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=1, world_size=4)
+    convert.load_state_dict(layer, shard)
+    assert torch.equal(layer.weight, w[:, 6:12])
+
+
+def test_parallel_ffn_plan_follows_meta_llama():
+    plan = convert.sharding_plan(ParallelSwiGLUFFN(16, 24, world_size=2, rank=0))
+    assert plan == {"w1.weight": 0, "w2.weight": 1, "w3.weight": 0}
+
+
+def test_parallel_shard_then_gather_round_trips():
+    full = P.inputs("ffn")["weights"]
+    plan = P.plan_of("ffn")
+    for world_size in P.WORLD_SIZES:
+        shards = [convert.shard_state_dict(full, plan, r, world_size) for r in range(world_size)]
+        assert shards[0]["w1.weight"].shape == (24 // world_size, 16)
+        assert shards[0]["w2.weight"].shape == (16, 24 // world_size)
+        back = convert.gather_state_dict(shards, plan)
+        assert all(torch.equal(back[k], full[k]) for k in full)
+
+
+def test_parallel_indivisible_width_raises_naming_both_numbers():
+    with pytest.raises(ValueError, match=r"d_out=10 .*world_size=4"):
+        ColumnParallelLinear(16, 10, world_size=4, rank=0)
+    with pytest.raises(ValueError, match=r"d_in=10 .*world_size=4"):
+        RowParallelLinear(10, 16, world_size=4, rank=0)
+    with pytest.raises(ValueError, match=r"d_out=18 .*world_size=4"):
+        ParallelSwiGLUFFN(16, 18, world_size=4, rank=0)
+    with pytest.raises(ValueError, match=r"size 10, .*world_size=4"):
+        convert.shard_state_dict({"weight": torch.zeros(10, 16)}, {"weight": 0}, rank=0, world_size=4)
+
+
+def _measure() -> None:
+    """Print the floors in tests/README.md: max scaled error per comparison and dtype."""
+    from cs336_basics.testing import scaled_error
+
+    P.preload_dtensor()
+    worst = {}
+    for kind, world_size, dtype in CASES:
+        got = ours(kind, world_size, dtype)
+        for name, want in (("single process", P.single_process(kind, dtype)), ("DTensor", dtensor(kind, world_size, dtype))):
+            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [(got["dw"][k], want["dw"][k]) for k in want["dw"]]
+            err = max(float(scaled_error(a, b).max()) for a, b in pairs)
+            worst[name, dtype] = max(worst.get((name, dtype), 0.0), err)
+    for (name, dtype), err in worst.items():
+        print(f"ours vs {name:15s} {dtype!s:14s} {err:.2e}")
+
+
+if __name__ == "__main__":
+    _measure()
