@@ -3,13 +3,16 @@
 A fixture is one safetensors file `<name>.safetensors` holding:
   - `expected`: the reference output, computed and stored in float64;
   - `in/<arg>` for each tensor argument of the adapter, `in/<arg>/<key>` for a dict of tensors;
+  - `mistake/<name>/index` and `mistake/<name>/value`: a fingerprint of what a known wrong
+    implementation outputs on these inputs (values at a few flat indices), public cases only;
   - metadata: `adapter` (the run_* function), `component`, `scalars` (JSON of the non-tensor
-    arguments), `out_dtype` (the dtype the output must have: the inputs' dtype) and `tol`
-    (the largest scaled error that passes; see cs336_basics/testing.py).
+    arguments), `out_dtype` (the dtype the output must have: the inputs' dtype), `tol`
+    (the largest scaled error that passes; see cs336_basics/testing.py) and `mistakes`
+    (JSON: each fingerprinted mistake's name and diagnosis in words).
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -17,6 +20,15 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 FIXTURES_DIR = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """What a known wrong implementation outputs at a few flat indices of this case's output."""
+
+    diagnosis: str  # completes "your output equals what ... gives"
+    index: torch.Tensor  # int64, flat indices into the output
+    value: torch.Tensor  # float64, the wrong implementation's output there
 
 
 @dataclass
@@ -28,6 +40,7 @@ class Fixture:
     expected: torch.Tensor  # float64
     out_dtype: torch.dtype
     tol: float
+    mistakes: dict[str, Fingerprint] = field(default_factory=dict)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -49,12 +62,16 @@ def save_fixture(fixture: Fixture, directory: Path) -> Path:
             tensors.update({f"in/{arg}/{key}": t.contiguous() for key, t in value.items()})
         else:
             scalars[arg] = value
+    for name, fp in fixture.mistakes.items():
+        tensors[f"mistake/{name}/index"] = fp.index.to(torch.int64).contiguous()
+        tensors[f"mistake/{name}/value"] = fp.value.to(torch.float64).contiguous()
     metadata = {
         "adapter": fixture.adapter,
         "component": fixture.component,
         "scalars": json.dumps(scalars, sort_keys=True),
         "out_dtype": _dtype_name(fixture.out_dtype),
         "tol": repr(float(fixture.tol)),
+        "mistakes": json.dumps({name: fp.diagnosis for name, fp in fixture.mistakes.items()}, sort_keys=True),
     }
     path = Path(directory) / f"{fixture.name}.safetensors"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,13 +87,17 @@ def load_fixture(name: str, directory: Path = FIXTURES_DIR) -> Fixture:
     tensors = load_file(str(path))
     kwargs: dict = json.loads(metadata["scalars"])
     for key, tensor in tensors.items():
-        if key == "expected":
+        if not key.startswith("in/"):
             continue
         _, arg, *rest = key.split("/", 2)
         if rest:
             kwargs.setdefault(arg, {})[rest[0]] = tensor
         else:
             kwargs[arg] = tensor
+    mistakes = {
+        name: Fingerprint(diagnosis, tensors[f"mistake/{name}/index"], tensors[f"mistake/{name}/value"])
+        for name, diagnosis in json.loads(metadata.get("mistakes", "{}")).items()
+    }
     return Fixture(
         name=name,
         component=metadata["component"],
@@ -85,6 +106,7 @@ def load_fixture(name: str, directory: Path = FIXTURES_DIR) -> Fixture:
         expected=tensors["expected"],
         out_dtype=getattr(torch, metadata["out_dtype"]),
         tol=float(metadata["tol"]),
+        mistakes=mistakes,
     )
 
 

@@ -45,6 +45,15 @@ def abs_error(actual: Tensor, expected: Tensor) -> Tensor:
     return torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
 
 
+def _differing(got: float, expected: float) -> str:
+    """"got G, expected E" with the fewest significant digits (at least 6) that tell them apart."""
+    for digits in range(6, 18):
+        g, e = f"{got:.{digits}g}", f"{expected:.{digits}g}"
+        if g != e:
+            break
+    return f"{g}, expected {e}"
+
+
 def compare(
     actual, expected: Tensor, tol: float, out_dtype: torch.dtype | None = None, reveal_values: bool = True
 ) -> Comparison:
@@ -70,11 +79,31 @@ def compare(
     if reveal_values:
         message += (
             f"max abs error {max_abs:.3e}, max scaled error {max_err:.3e} (|a-e| / (|e| + rms(e)))\n"
-            f"  worst at index {worst}: got {float(actual.detach()[worst]):.6g}, expected {float(expected[worst]):.6g}"
+            f"  worst at index {worst}: got {_differing(float(actual.detach()[worst]), float(expected[worst]))}"
         )
     else:
         message += f"max scaled error {max_err:.3e} (|a-e| / (|e| + rms(e)))"
     return Comparison(False, message, max_abs, max_err)
+
+
+def likely_mistakes(actual: Tensor, fixture) -> list[str]:
+    """The diagnoses of the known wrong implementations whose fingerprint `actual` reproduces:
+    at every probed index, within the case's tolerance of the wrong output (on the scale of the
+    expected output), where the right answer is further away than that."""
+    if not isinstance(actual, Tensor) or tuple(actual.shape) != tuple(fixture.expected.shape):
+        return []
+    a, e = actual.detach().double().cpu().reshape(-1), fixture.expected.reshape(-1)
+    finite = e[torch.isfinite(e)]
+    scale = float(finite.pow(2).mean().sqrt()) if finite.numel() else 1.0
+    scale = scale if scale > 0 else 1.0
+    found = []
+    for fp in fixture.mistakes.values():
+        ours, right = a[fp.index], e[fp.index]
+        off = (ours - fp.value).abs() / (right.abs() + scale)
+        same_special = ~torch.isfinite(fp.value) & ((ours == fp.value) | (ours.isnan() & fp.value.isnan()))
+        if bool(((off <= fixture.tol) | same_special).all()):
+            found.append(fp.diagnosis)
+    return found
 
 
 # Tolerance policy (tests/README.md): tol = MARGIN x max(measured floor, unit roundoff of the dtype).

@@ -1,7 +1,7 @@
 import pytest
 
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
-from cs336_basics.testing import compare
+from cs336_basics.testing import compare, likely_mistakes
 
 
 class Snapshot:
@@ -23,9 +23,17 @@ class Snapshot:
         self._record("max_abs_err", result.max_abs_err)
         self._record("max_scaled_err", result.max_scaled_err)
         if not result.ok:
-            pytest.fail(f"{fixture.adapter} on fixture {fixture.name!r}: {result.message}", pytrace=False)
+            named = likely_mistakes(actual, fixture)
+            hint = "".join(f"\n  likely mistake: your output equals what {d} gives" for d in named)
+            pytest.fail(f"{fixture.adapter} on fixture {fixture.name!r}: {result.message}{hint}", pytrace=False)
 
 
 @pytest.fixture
 def snapshot(record_property) -> Snapshot:
     return Snapshot(record_property)
+
+
+def pytest_collection_modifyitems(items):
+    """Snapshot tests (`test_<component>_matches_fixture`) first: a component's first failure is
+    then the comparison with its fixture, which names the likely mistake."""
+    items.sort(key=lambda item: "matches_fixture" not in item.name)

@@ -14,12 +14,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cs336_basics.fixture_io import FIXTURES_DIR, Fixture, load_fixture, save_fixture
+from cs336_basics.fixture_io import FIXTURES_DIR, Fingerprint, Fixture, load_fixture, save_fixture
 from cs336_basics.staff.cases import CASES, HIDDEN_FIXTURES_DIR, Case
-from cs336_basics.staff.reference import expected_output, map_tensors
+from cs336_basics.staff.mistakes import MISTAKES
+from cs336_basics.staff.reference import adapters, expected_output, map_tensors
 from cs336_basics.testing import scaled_error
 
 DRIFT_FRACTION = 0.01  # a recomputed expected output may move by this share of the tolerance
+PROBES = 16  # elements per mistake fingerprint: where the wrong output is furthest from the right one
 
 
 def draw(case: Case) -> dict:
@@ -28,11 +30,40 @@ def draw(case: Case) -> dict:
     return map_tensors(kwargs, lambda t: t.to(case.dtype) if t.is_floating_point() else t)
 
 
+def mistake_output(case: Case, mistake, inputs: dict) -> torch.Tensor | None:
+    """The mistake's output on the inputs, in the case's dtype; None if it raises what it declares."""
+    with mistake.applied(), torch.no_grad():
+        try:
+            return getattr(adapters(), case.adapter)(**inputs)
+        except mistake.raises:
+            return None
+
+
+def fingerprints(case: Case, inputs: dict, expected: torch.Tensor) -> dict[str, Fingerprint]:
+    """For a public case, each catalogued mistake whose output on these inputs (in the case's
+    dtype) fails the case: its values at the PROBES elements where it is furthest from the
+    expected output. Hidden cases get none. A mistake that raises here is not fingerprinted."""
+    if case.hidden:
+        return {}
+    found = {}
+    for mistake in MISTAKES:
+        wrong = mistake_output(case, mistake, inputs)
+        if wrong is None or tuple(wrong.shape) != tuple(expected.shape):
+            continue
+        err = scaled_error(wrong, expected).reshape(-1)
+        if bool((err > case.tol).any()):
+            index = err.argsort(descending=True, stable=True)[: min(PROBES, err.numel())]
+            found[mistake.name] = Fingerprint(mistake.diagnosis, index, wrong.detach().double().reshape(-1)[index])
+    return found
+
+
 def generate(case: Case, inputs: dict | None = None) -> Fixture:
-    """The case's fixture: `inputs` (default: drawn from the seed) and their float64 expected output."""
+    """The case's fixture: `inputs` (default: drawn from the seed), their float64 expected
+    output and the fingerprints of the mistakes that fail it."""
     inputs = draw(case) if inputs is None else inputs
     expected = expected_output(case.adapter, inputs)
-    return Fixture(case.name, case.component, case.adapter, inputs, expected, out_dtype=case.dtype, tol=case.tol)
+    return Fixture(case.name, case.component, case.adapter, inputs, expected, out_dtype=case.dtype, tol=case.tol,
+                   mistakes=fingerprints(case, inputs, expected))
 
 
 def _same_inputs(a, b) -> bool:
@@ -56,6 +87,22 @@ def expected_drift(stored: Fixture, fresh: Fixture) -> float:
     return float(err.max()) if err.numel() else 0.0
 
 
+def fingerprint_drift(case: Case, stored: Fixture, fresh: Fixture) -> float:
+    """Max scaled error (on the expected output's scale) between each stored fingerprint and the
+    mistake's output recomputed at the same indices; inf if other mistakes fail the case now.
+    Mistake outputs are computed in the case's dtype, so another CPU may round them otherwise:
+    they are allowed the case's tolerance, the precision that naming a mistake works to."""
+    if stored.mistakes.keys() != fresh.mistakes.keys():
+        return float("inf")
+    by_name = {m.name: m for m in MISTAKES}
+    worst = 0.0
+    for name, fp in stored.mistakes.items():
+        wrong = mistake_output(case, by_name[name], stored.kwargs).detach().double().reshape(-1)[fp.index]
+        err = scaled_error(wrong, fp.value) if fp.value.numel() else torch.zeros(0)
+        worst = max([worst, *err.tolist()])
+    return worst
+
+
 def problems(case: Case) -> list[str]:
     """What is wrong with the case's stored file: [] if it is what the generator makes."""
     try:
@@ -73,6 +120,10 @@ def problems(case: Case) -> list[str]:
     if not drift <= bound:
         found.append(f"{case.name}: expected output moved by {drift:.2e} > {bound:.2e} "
                      f"({DRIFT_FRACTION:g} of the tolerance) when recomputed from the stored inputs")
+    moved = fingerprint_drift(case, stored, fresh)
+    if not moved <= case.tol:
+        found.append(f"{case.name}: mistake fingerprints {sorted(stored.mistakes)} -> {sorted(fresh.mistakes)}, "
+                     f"values moved by {moved:.2e} (tolerance {case.tol:.2e})")
     return found
 
 
@@ -97,7 +148,8 @@ def write_all(cases: list[Case] = CASES, redraw: set[str] = frozenset()) -> list
             written.append(save_fixture(generate(case), case.directory))
             continue
         fresh = generate(case, stored.kwargs)
-        if _header(stored) != _header(fresh) or not expected_drift(stored, fresh) <= DRIFT_FRACTION * case.tol:
+        if (_header(stored) != _header(fresh) or not expected_drift(stored, fresh) <= DRIFT_FRACTION * case.tol
+                or not fingerprint_drift(case, stored, fresh) <= case.tol):
             written.append(save_fixture(fresh, case.directory))
     return written
 

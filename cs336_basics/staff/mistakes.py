@@ -1,0 +1,544 @@
+"""The mistake catalogue: plausible wrong implementations of the kernels, each with a diagnosis
+in words, and correct implementations written differently (the accepted variants).
+
+Staff only. The fixture generator stores, for every public case a mistake fails, a fingerprint
+of the mistake's output (make_fixtures.py), so a student's failing output can be named
+("your output equals what RMSNorm with epsilon outside the square root gives") without
+shipping any of this code. tests/staff/test_mistake_catalogue.py checks that every mistake
+fails a case and is named there, and that every variant passes every case.
+"""
+
+import contextlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from cs336_basics.nn import FFNBlock
+from cs336_basics.nn import functional as F
+
+
+def up(x):
+    return x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+# ---- wrong implementations -------------------------------------------------------------
+
+
+def _plus(y, bias):
+    return y if bias is None else y + bias
+
+
+def linear_transposed(x, weight, bias=None):
+    return _plus(x @ weight, bias)  # W instead of W^T
+
+
+def linear_with_stray_bias(x, weight, bias=None):
+    # torch.nn.Linear's default bias, left in and never loaded: U(-1/sqrt(d_in), 1/sqrt(d_in))
+    g = torch.Generator().manual_seed(0)
+    bound = 1 / math.sqrt(weight.shape[1])
+    stray = (torch.rand(weight.shape[0], generator=g) * 2 - 1) * bound
+    return _plus(x @ weight.T + stray.to(x.dtype), bias)
+
+
+def linear_only_3d(x, weight, bias=None):
+    return _plus(torch.einsum("bsi,oi->bso", x, weight), bias)  # crashes on 2-D or 4-D input
+
+
+def embedding_off_by_one(token_ids, weight):
+    return weight[token_ids - 1]
+
+
+def embedding_one_hot_matmul_in_input_dtype(token_ids, weight):
+    one_hot = torch.nn.functional.one_hot(token_ids, weight.shape[0]).to(torch.bfloat16)
+    return (one_hot @ weight.to(torch.bfloat16)).to(weight.dtype)  # rounds the rows to bf16
+
+
+def silu_is_sigmoid(x):
+    return torch.sigmoid(x)
+
+
+def silu_is_gelu(x):
+    return F.gelu(x)
+
+
+def silu_as_exp_ratio(x):
+    return x * torch.exp(x) / (1 + torch.exp(x))  # inf / inf = NaN for large x
+
+
+def silu_is_relu(x):
+    return torch.relu(x)
+
+
+def gelu_always_tanh(x, approximate="none"):
+    x_c = up(x)
+    return (0.5 * x_c * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x_c + 0.044715 * x_c**3)))).to(x.dtype)
+
+
+def gelu_always_exact(x, approximate="none"):
+    x_c = up(x)
+    return (0.5 * x_c * (1 + torch.erf(x_c / math.sqrt(2)))).to(x.dtype)
+
+
+def gelu_sigmoid_approximation(x, approximate="none"):
+    x_c = up(x)
+    return (x_c * torch.sigmoid(1.702 * x_c)).to(x.dtype)
+
+
+def softmax_without_max_subtraction(x, dim=-1):
+    e = torch.exp(up(x))
+    return (e / e.sum(dim, keepdim=True)).to(x.dtype)
+
+
+def softmax_always_last_dim(x, dim=-1):
+    return torch.softmax(x, dim=-1)
+
+
+def softmax_divides_by_max(x, dim=-1):
+    e = torch.exp(up(x) - up(x).amax(dim, keepdim=True))
+    return (e / e.amax(dim, keepdim=True)).to(x.dtype)
+
+
+def rmsnorm_eps_outside_sqrt(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    return (x_c / (x_c.pow(2).mean(-1, keepdim=True).sqrt() + eps) * up(weight)).to(x.dtype)
+
+
+def rmsnorm_no_upcast(x, weight, eps=1e-5, cast_before_gain=False):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def rmsnorm_is_layernorm(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    x_c = x_c - x_c.mean(-1, keepdim=True)
+    return (x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps) * up(weight)).to(x.dtype)
+
+
+def rmsnorm_missing_gain(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    return (x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+
+def rmsnorm_sum_not_mean(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    return (x_c * torch.rsqrt(x_c.pow(2).sum(-1, keepdim=True) + eps) * up(weight)).to(x.dtype)
+
+
+def rmsnorm_over_whole_tensor(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    return (x_c * torch.rsqrt(x_c.pow(2).mean() + eps) * up(weight)).to(x.dtype)
+
+
+def rmsnorm_eps_ignored(x, weight, eps=1e-5, cast_before_gain=False):
+    return _rmsnorm(x, weight, 1e-5)  # the eps argument never reaches the kernel
+
+
+def _rmsnorm(x, weight, eps):
+    x_c = up(x)
+    return (x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps) * up(weight)).to(x.dtype)
+
+
+def layernorm_unbiased_variance(x, weight, bias, eps=1e-5):
+    x_c = up(x)
+    out = (x_c - x_c.mean(-1, keepdim=True)) * torch.rsqrt(x_c.var(-1, keepdim=True, unbiased=True) + eps)
+    return (out * up(weight) + (0 if bias is None else up(bias))).to(x.dtype)
+
+
+def layernorm_no_centering(x, weight, bias, eps=1e-5):
+    return (up(_rmsnorm(x, weight, eps)) + (0 if bias is None else up(bias))).to(x.dtype)
+
+
+def layernorm_missing_bias(x, weight, bias, eps=1e-5):
+    return torch.nn.functional.layer_norm(up(x), x.shape[-1:], up(weight), None, eps).to(x.dtype)
+
+
+def layernorm_no_upcast(x, weight, bias, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    var = (x - mean).pow(2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def swiglu_w1_w3_swapped(x, w1, w2, w3, activation="silu"):
+    return F.linear(F.silu(F.linear(x, w3)) * F.linear(x, w1), w2)
+
+
+def swiglu_silu_on_up_branch_too(x, w1, w2, w3, activation="silu"):
+    return F.linear(F.silu(F.linear(x, w1)) * F.silu(F.linear(x, w3)), w2)
+
+
+def swiglu_gelu_for_silu(x, w1, w2, w3, activation="silu"):
+    return F.linear(F.gelu(F.linear(x, w1)) * F.linear(x, w3), w2)
+
+
+def swiglu_sigmoid_for_silu(x, w1, w2, w3, activation="silu"):
+    return F.linear(torch.sigmoid(F.linear(x, w1)) * F.linear(x, w3), w2)
+
+
+def swiglu_without_gate(x, w1, w2, w3, activation="silu"):
+    return F.linear(F.silu(F.linear(x, w1)), w2)
+
+
+def swiglu_silu_after_product(x, w1, w2, w3, activation="silu"):
+    return F.linear(F.silu(F.linear(x, w1) * F.linear(x, w3)), w2)
+
+
+def positionwise_ignores_biases(x, w1, b1, w2, b2, activation="gelu"):
+    return F.linear(F.gelu(F.linear(x, w1)), w2)
+
+
+def positionwise_relu_for_gelu(x, w1, b1, w2, b2, activation="gelu"):
+    return F.linear(F.relu(F.linear(x, w1) + b1), w2) + b2
+
+
+def positionwise_bias_after_activation(x, w1, b1, w2, b2, activation="gelu"):
+    return F.linear(F.gelu(F.linear(x, w1)) + b1, w2) + b2
+
+
+def block_post_norm(self, x):
+    return self.ffn_norm(x + self.feed_forward(x))
+
+
+def block_no_residual(self, x):
+    return self.feed_forward(self.ffn_norm(x))
+
+
+def block_residual_of_normed_input(self, x):
+    h = self.ffn_norm(x)
+    return h + self.feed_forward(h)
+
+
+# ---- correct implementations written differently ---------------------------------------
+
+
+def linear_matmul(x, weight, bias=None):
+    return _plus(x @ weight.transpose(-1, -2), bias)
+
+
+def silu_exp_division(x):
+    x_c = up(x)
+    return (x_c / (1 + torch.exp(-x_c))).to(x.dtype)
+
+
+def softmax_logsumexp(x, dim=-1):
+    x_c = up(x)
+    lse = torch.logsumexp(x_c, dim, keepdim=True)
+    lse = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
+    return torch.exp(x_c - lse).to(x.dtype)
+
+
+def rmsnorm_meta_cast_order(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    normed = (x_c / torch.sqrt(x_c.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+    return normed * weight.to(x.dtype)  # Meta / Hugging Face: cast, then multiply by the gain
+
+
+def layernorm_torch_var(x, weight, bias, eps=1e-5):
+    x_c = up(x)
+    mean, var = x_c.mean(-1, keepdim=True), x_c.var(-1, keepdim=True, unbiased=False)
+    out = (x_c - mean) / torch.sqrt(var + eps) * up(weight)
+    return (out + (0 if bias is None else up(bias))).to(x.dtype)
+
+
+def swiglu_in_three_lines(x, w1, w2, w3, activation="silu"):
+    gate = x @ w1.T
+    gate = gate * torch.sigmoid(gate.float()).to(gate.dtype)  # SiLU, sigmoid in float32
+    return (gate * (x @ w3.T)) @ w2.T
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A replacement for one kernel (or module method): `owner.attribute = replacement`."""
+
+    name: str  # <component>-<what>, used as the test id
+    owner: object  # the module or class whose attribute is replaced
+    attribute: str
+    replacement: Callable
+
+    @property
+    def component(self) -> str:
+        return self.name.split("-")[0]
+
+    @contextlib.contextmanager
+    def applied(self):
+        original = getattr(self.owner, self.attribute)
+        setattr(self.owner, self.attribute, self.replacement)
+        try:
+            yield
+        finally:
+            setattr(self.owner, self.attribute, original)
+
+
+@dataclass(frozen=True)
+class Mistake(Variant):
+    """A plausible wrong implementation and, in words, what it does wrong."""
+
+    raises: tuple[type[BaseException], ...] = ()  # exceptions that are this mistake's failure, besides a wrong output
+    diagnosis: str = ""  # completes "your output equals what ... gives"
+
+
+MISTAKES = [
+    Mistake(
+        "linear-transposed_weight",
+        F,
+        "linear",
+        linear_transposed,
+        raises=(RuntimeError,),
+        diagnosis="Linear multiplying by W instead of W^T (x @ weight, with weight stored (d_out, d_in))",
+    ),
+    Mistake(
+        "linear-stray_bias",
+        F,
+        "linear",
+        linear_with_stray_bias,
+        diagnosis="Linear with a bias that was never loaded (an unused torch.nn.Linear-style bias left in)",
+    ),
+    Mistake(
+        "linear-crash_on_2d_or_4d_input",
+        F,
+        "linear",
+        linear_only_3d,
+        raises=(RuntimeError,),
+        diagnosis="Linear written for 3-D input only (it must take any number of leading dimensions)",
+    ),
+    Mistake(
+        "embedding-off_by_one",
+        F,
+        "embedding",
+        embedding_off_by_one,
+        diagnosis="Embedding looking up row id - 1 instead of row id",
+    ),
+    Mistake(
+        "embedding-one_hot_matmul_in_bf16",
+        F,
+        "embedding",
+        embedding_one_hot_matmul_in_input_dtype,
+        diagnosis="Embedding as a one-hot matrix product in bfloat16, which rounds the rows",
+    ),
+    Mistake(
+        "silu-sigmoid_alone", F, "silu", silu_is_sigmoid, diagnosis="SiLU returning sigmoid(x) without multiplying by x"
+    ),
+    Mistake(
+        "silu-gaussian_cdf_gate",
+        F,
+        "silu",
+        silu_is_gelu,
+        diagnosis="SiLU replaced by GELU (x * Phi(x) instead of x * sigmoid(x))",
+    ),
+    Mistake("silu-relu_instead", F, "silu", silu_is_relu, diagnosis="SiLU replaced by ReLU"),
+    Mistake(
+        "silu-sigmoid_as_exp_ratio_overflows",
+        F,
+        "silu",
+        silu_as_exp_ratio,
+        diagnosis="SiLU with sigmoid written as exp(x) / (1 + exp(x)), which is inf / inf = NaN for large x",
+    ),
+    Mistake(
+        "gelu-tanh_for_exact",
+        F,
+        "gelu",
+        gelu_always_tanh,
+        diagnosis="GELU using the tanh approximation where the exact erf form was asked for",
+    ),
+    Mistake(
+        "gelu-exact_for_tanh",
+        F,
+        "gelu",
+        gelu_always_exact,
+        diagnosis="GELU using the exact erf form where the tanh approximation was asked for",
+    ),
+    Mistake(
+        "gelu-sigmoid_approximation",
+        F,
+        "gelu",
+        gelu_sigmoid_approximation,
+        diagnosis="GELU approximated as x * sigmoid(1.702 x)",
+    ),
+    Mistake(
+        "softmax-no_max_subtraction",
+        F,
+        "softmax",
+        softmax_without_max_subtraction,
+        diagnosis="softmax without subtracting the max first (exp overflows for large logits)",
+    ),
+    Mistake(
+        "softmax-ignores_dim",
+        F,
+        "softmax",
+        softmax_always_last_dim,
+        diagnosis="softmax always over the last dimension, ignoring `dim`",
+    ),
+    Mistake(
+        "softmax-divides_by_max",
+        F,
+        "softmax",
+        softmax_divides_by_max,
+        diagnosis="softmax dividing by the largest exp instead of the sum of exps",
+    ),
+    Mistake(
+        "rmsnorm-eps_outside_sqrt",
+        F,
+        "rmsnorm",
+        rmsnorm_eps_outside_sqrt,
+        diagnosis="RMSNorm with epsilon outside the square root: x / (sqrt(mean(x^2)) + eps)",
+    ),
+    Mistake(
+        "rmsnorm-no_float32_upcast",
+        F,
+        "rmsnorm",
+        rmsnorm_no_upcast,
+        diagnosis="RMSNorm computed in the input's 16-bit dtype (x^2 overflows float16): upcast to float32 first",
+    ),
+    Mistake(
+        "rmsnorm-subtracts_the_mean",
+        F,
+        "rmsnorm",
+        rmsnorm_is_layernorm,
+        diagnosis="RMSNorm that subtracts the mean (that is LayerNorm without a bias)",
+    ),
+    Mistake(
+        "rmsnorm-missing_gain",
+        F,
+        "rmsnorm",
+        rmsnorm_missing_gain,
+        diagnosis="RMSNorm without multiplying by the gain `weight`",
+    ),
+    Mistake(
+        "rmsnorm-sum_not_mean",
+        F,
+        "rmsnorm",
+        rmsnorm_sum_not_mean,
+        diagnosis="RMSNorm with the sum of squares where the mean of squares belongs",
+    ),
+    Mistake(
+        "rmsnorm-over_whole_tensor",
+        F,
+        "rmsnorm",
+        rmsnorm_over_whole_tensor,
+        diagnosis="RMSNorm taking the mean over the whole tensor instead of the last dimension",
+    ),
+    Mistake(
+        "rmsnorm-eps_ignored",
+        F,
+        "rmsnorm",
+        rmsnorm_eps_ignored,
+        diagnosis="RMSNorm ignoring the `eps` it was given (a fixed 1e-5)",
+    ),
+    Mistake(
+        "layernorm-unbiased_variance",
+        F,
+        "layernorm",
+        layernorm_unbiased_variance,
+        diagnosis="LayerNorm with the unbiased variance (divide by d_model - 1 instead of d_model)",
+    ),
+    Mistake(
+        "layernorm-no_centering",
+        F,
+        "layernorm",
+        layernorm_no_centering,
+        diagnosis="LayerNorm without subtracting the mean (RMSNorm plus a bias)",
+    ),
+    Mistake(
+        "layernorm-missing_bias", F, "layernorm", layernorm_missing_bias, diagnosis="LayerNorm without adding the bias"
+    ),
+    Mistake(
+        "layernorm-no_float32_upcast",
+        F,
+        "layernorm",
+        layernorm_no_upcast,
+        diagnosis="LayerNorm computed in bfloat16 (the mean of large values loses the centred part): upcast to float32 first",
+    ),
+    Mistake(
+        "swiglu-w1_w3_swapped",
+        F,
+        "swiglu_ffn",
+        swiglu_w1_w3_swapped,
+        diagnosis="SwiGLU with w1 and w3 swapped (SiLU on the up projection W3 x, not the gate W1 x)",
+    ),
+    Mistake(
+        "swiglu-activation_on_up_branch_too",
+        F,
+        "swiglu_ffn",
+        swiglu_silu_on_up_branch_too,
+        diagnosis="SwiGLU applying SiLU to both W1 x and W3 x",
+    ),
+    Mistake(
+        "swiglu-gaussian_cdf_gate",
+        F,
+        "swiglu_ffn",
+        swiglu_gelu_for_silu,
+        diagnosis="SwiGLU gated with GELU instead of SiLU (that is GeGLU)",
+    ),
+    Mistake(
+        "swiglu-sigmoid_gate",
+        F,
+        "swiglu_ffn",
+        swiglu_sigmoid_for_silu,
+        diagnosis="SwiGLU gated with sigmoid instead of SiLU (that is GLU)",
+    ),
+    Mistake(
+        "swiglu-no_gate",
+        F,
+        "swiglu_ffn",
+        swiglu_without_gate,
+        diagnosis="SwiGLU without the W3 x factor: W2 SiLU(W1 x)",
+    ),
+    Mistake(
+        "swiglu-activation_after_product",
+        F,
+        "swiglu_ffn",
+        swiglu_silu_after_product,
+        diagnosis="SwiGLU applying SiLU after the product: W2 SiLU(W1 x * W3 x)",
+    ),
+    Mistake(
+        "positionwise_ffn-ignores_biases",
+        F,
+        "positionwise_ffn",
+        positionwise_ignores_biases,
+        diagnosis="the position-wise FFN without its biases b1 and b2",
+    ),
+    Mistake(
+        "positionwise_ffn-relu_activation",
+        F,
+        "positionwise_ffn",
+        positionwise_relu_for_gelu,
+        diagnosis="the position-wise FFN with ReLU where its activation argument says GELU",
+    ),
+    Mistake(
+        "positionwise_ffn-bias_after_activation",
+        F,
+        "positionwise_ffn",
+        positionwise_bias_after_activation,
+        diagnosis="the position-wise FFN adding b1 after the activation instead of before",
+    ),
+    Mistake(
+        "ffn_block-post_norm",
+        FFNBlock,
+        "forward",
+        block_post_norm,
+        diagnosis="the block normalising after the residual sum (post-norm: Norm(x + FFN(x)))",
+    ),
+    Mistake(
+        "ffn_block-no_residual",
+        FFNBlock,
+        "forward",
+        block_no_residual,
+        diagnosis="the block without the residual connection (FFN(Norm(x)) alone)",
+    ),
+    Mistake(
+        "ffn_block-residual_of_normed_input",
+        FFNBlock,
+        "forward",
+        block_residual_of_normed_input,
+        diagnosis="the block adding the normalised input instead of x (Norm(x) + FFN(Norm(x)))",
+    ),
+]
+
+VARIANTS = [
+    Variant("linear-matmul", F, "linear", linear_matmul),
+    Variant("silu-exp_division", F, "silu", silu_exp_division),
+    Variant("softmax-logsumexp", F, "softmax", softmax_logsumexp),
+    Variant("rmsnorm-meta_cast_order", F, "rmsnorm", rmsnorm_meta_cast_order),
+    Variant("layernorm-torch_var", F, "layernorm", layernorm_torch_var),
+    Variant("swiglu-matmuls", F, "swiglu_ffn", swiglu_in_three_lines),
+]
