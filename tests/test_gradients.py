@@ -87,17 +87,17 @@ def test_softmax_gradient_of_fully_masked_row_is_zero():
     x.requires_grad_()
     c = torch.randn(3, 5, generator=torch.Generator().manual_seed(11), dtype=F64)
     (g,) = torch.autograd.grad((F.softmax(x) * c).sum(), x)
-    assert torch.equal(g[0], torch.zeros(5, dtype=F64))
+    assert_close(g[0], torch.zeros(5, dtype=F64), 0.0, "g[0] vs torch.zeros(5, dtype=F64)")
     rest = x[1:].detach().requires_grad_()
     (g_rest,) = torch.autograd.grad((F.softmax(rest) * c[1:]).sum(), rest)
-    assert torch.equal(g[1:], g_rest)  # the masked row does not disturb the others
+    assert_close(g[1:], g_rest, 0.0, "g[1:] vs g_rest")  # the masked row does not disturb the others
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
 def test_silu_gradient_is_finite_at_extremes(dtype):
     x = torch.tensor([-BIG[dtype], -1e4, 1e4, BIG[dtype]], dtype=dtype, requires_grad=True)
     (g,) = torch.autograd.grad(F.silu(x).sum(), x)
-    assert torch.equal(g, torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=dtype))
+    assert_close(g, torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=dtype), 0.0, "g vs torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=dtype)")
     # Witness that these inputs are hard: the naive quotient's gradient is NaN at large negative x.
     (g_naive,) = torch.autograd.grad((x / (1 + torch.exp(-x))).sum(), x)
     assert bool(g_naive[:2].isnan().all())
@@ -107,7 +107,8 @@ def test_relu_gradient_at_zero_is_zero_like_builtin():
     x = torch.tensor([-1.0, 0.0, 1.0], dtype=F64, requires_grad=True)
     (g,) = torch.autograd.grad(F.relu(x).sum(), x)
     (g_builtin,) = torch.autograd.grad(TF.relu(x).sum(), x)
-    assert torch.equal(g, g_builtin) and torch.equal(g, torch.tensor([0.0, 0.0, 1.0], dtype=F64))
+    assert_close(g, g_builtin, 0.0, "relu gradient vs the built-in's")
+    assert_close(g, torch.tensor([0.0, 0.0, 1.0], dtype=F64), 0.0, "relu gradient at -1, 0, 1")
 
 
 # tanh form: x^2 in its derivative overflows for |x| >~ 1.8e19 in float32/bfloat16 and the
@@ -118,4 +119,4 @@ def test_gelu_gradient_is_finite_at_extremes(approximate, dtype):
     values = [-1e4, 1e4] + ([-BIG[dtype], BIG[dtype]] if approximate == "none" else [])
     x = torch.tensor(values, dtype=dtype, requires_grad=True)
     (g,) = torch.autograd.grad(F.gelu(x, approximate=approximate).sum(), x)
-    assert torch.equal(g, torch.tensor([0.0, 1.0] * (len(values) // 2), dtype=dtype))
+    assert_close(g, torch.tensor([0.0, 1.0] * (len(values) // 2), dtype=dtype), 0.0, "g vs torch.tensor([0.0, 1.0] * (len(values) // 2), dtype=dtype)")

@@ -37,7 +37,7 @@ def test_linear_state_dict_round_trip():
     a, b = Linear(24, 40), Linear(24, 40)
     b.load_state_dict(a.state_dict())
     x = rand(3, 24, dtype=torch.float32)
-    assert torch.equal(a(x), b(x))
+    assert_close(a(x), b(x), 0.0, "a(x) vs b(x)")
 
 
 def test_linear_init_std_and_truncation():

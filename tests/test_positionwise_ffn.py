@@ -37,4 +37,4 @@ def test_positionwise_ffn_state_dict_round_trip():
         a.w1.bias.add_(1.0)
     b.load_state_dict(a.state_dict())
     x = rand(3, 24, dtype=torch.float32)
-    assert torch.equal(a(x), b(x))
+    assert_close(a(x), b(x), 0.0, "a(x) vs b(x)")

@@ -1,5 +1,4 @@
 import pytest
-import torch
 import torch.nn.functional as TF
 
 from cs336_basics.fixture_io import fixture_names

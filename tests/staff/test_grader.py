@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from cs336_basics.staff.grader import autograder, runner
 from cs336_basics.staff.cases import BY_NAME
+from cs336_basics.staff.grader import autograder, runner
 from cs336_basics.staff.grader.cases import REPO, graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import grade
