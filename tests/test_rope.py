@@ -55,7 +55,7 @@ def hf_rotate_half_rope(x, positions):
     halves = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)  # (..., seq, d_k)
     cos, sin = position_embeddings(hf, config, halves, positions[None])
     out, _ = apply_rotary_pos_emb(halves, halves, cos, sin, unsqueeze_dim=0)
-    return torch.stack([out[..., : D_K // 2], out[..., D_K // 2 :]], dim=-1).flatten(-2)
+    return torch.stack([out[..., : D_K // 2], out[..., D_K // 2 :]], dim=-1).flatten(-2).reshape(x.shape)
 
 
 def test_rope_matches_hf_rotate_half_on_deinterleaved_dims():
