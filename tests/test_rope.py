@@ -98,7 +98,7 @@ def test_rope_cast_to_half_keeps_float64_tables():
 
 
 def test_rope_position_beyond_max_seq_len_raises():
-    with pytest.raises(ValueError, match=r"token_positions must lie in \[0, max_seq_len=64\), got values in \[3, 64\]"):
+    with pytest.raises(ValueError, match=r"token_positions must lie in \[0, max_seq_len=64\), got values in \[2, 64\]"):
         run_rope(D_K, THETA, MAX_LEN, x_of(), torch.tensor([3, 7, 7, 12, 40, 2, 64]))
 
 
