@@ -4,13 +4,14 @@
 import argparse
 import sys
 
-from cs336_basics import status
+from cs336_basics import generate_cli, status
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cs336", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     status.add_command(commands)
+    generate_cli.add_command(commands)
     try:
         from cs336_basics.staff import commands as staff_commands
     except ModuleNotFoundError as e:  # the student handout has no staff package; other errors are bugs

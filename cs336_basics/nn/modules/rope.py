@@ -30,6 +30,8 @@ class RotaryPositionalEmbedding(nn.Module):
         # .to(dtype) / .half() would round cos and sin too: keep them in float64, follow moves only.
         cos, sin = self.cos, self.sin
         super()._apply(fn, recurse)
+        if cos.is_meta:  # built on the meta device (no data), now materialised: compute the tables
+            cos, sin = F.rope_cos_sin(self.d_k, self.theta, self.max_seq_len, device=self.cos.device)
         self.cos, self.sin = cos.to(self.cos.device), sin.to(self.sin.device)
         return self
 
