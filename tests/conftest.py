@@ -28,3 +28,19 @@ class Snapshot:
 @pytest.fixture
 def snapshot(record_property) -> Snapshot:
     return Snapshot(record_property)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2 or the full suite)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With a -k expression that does not name smollm2 (`-k lm`, `-k generate`), the slow
+    SmolLM2 tests are deselected even where their names match; without -k they run."""
+    keyword = config.getoption("keyword")
+    if not keyword or "smollm2" in keyword:
+        return
+    slow = [item for item in items if item.get_closest_marker("smollm2")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("smollm2")]
