@@ -56,7 +56,9 @@ def main() -> None:
         run_hf = lambda: theirs.generate(x, max_new_tokens=n, min_new_tokens=n, do_sample=False)  # noqa: E731
         t_gen_ours = best_time(run_ours, args.repeats)
         t_gen_hf = best_time(run_hf, args.repeats)
-    assert run_ours() == run_hf()[0, len(ids) :].tolist(), "the two greedy outputs differ"
+    a, b = run_ours(), run_hf()[0, len(ids) :].tolist()
+    stop = a.index(2) if 2 in a else len(a)  # min_new_tokens makes transformers skip <|im_end|>; ours runs on
+    assert a[:stop] == b[:stop], "the two greedy outputs differ before the end of the answer"
     cache = ours.new_kv_cache(len(ids) + n)
     with torch.inference_mode():
         ours(x, kv_cache=cache)

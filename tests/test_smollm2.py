@@ -65,9 +65,9 @@ def test_smollm2_greedy_tokens_match_transformers_generate(smollm2_ours, smollm2
     model, reader = smollm2_ours
     for prompt in PROMPTS:
         ids = chat_ids(reader, prompt)
-        ours = list(generate(model, ids, 32))  # no EOS stop: transformers' below runs 32 tokens too
+        ours = list(generate(model, ids, 32, eos_token_ids=[2]))  # both stop at <|im_end|> (id 2) or 32 tokens
         with torch.no_grad():
-            out = smollm2_hf[0].generate(torch.tensor([ids]), max_new_tokens=32, min_new_tokens=32, do_sample=False)
+            out = smollm2_hf[0].generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False)
         assert ours == out[0, len(ids) :].tolist(), prompt
 
 
