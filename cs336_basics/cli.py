@@ -5,13 +5,14 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from cs336_basics import status
+from cs336_basics import generate_cli, status
 
 
 def main(argv: list[str] | None = None, add_commands: Callable | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cs336", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     status.add_command(commands)
+    generate_cli.add_command(commands)
     if add_commands is not None:
         add_commands(commands)
     args, unknown = parser.parse_known_args(argv)

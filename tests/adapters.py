@@ -6,7 +6,7 @@ block: of its input), load the given weights strictly (through
 """
 
 import torch
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from cs336_basics.nn import convert
@@ -17,9 +17,14 @@ from cs336_basics.nn.modules import (
     FFNBlockConfig,
     LayerNorm,
     Linear,
+    MultiHeadSelfAttention,
     PositionWiseFFN,
     RMSNorm,
+    RotaryPositionalEmbedding,
     SwiGLUFFN,
+    TransformerBlock,
+    TransformerLM,
+    TransformerLMConfig,
 )
 from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelSwiGLUFFN, RowParallelLinear, launch
 
@@ -78,6 +83,97 @@ def run_silu(in_features: Float[Tensor, " ..."]) -> Float[Tensor, " ..."]:
 
 def run_softmax(in_features: Float[Tensor, " ..."], dim: int) -> Float[Tensor, " ..."]:
     return F.softmax(in_features, dim=dim)
+
+
+def run_scaled_dot_product_attention(
+    Q: Float[Tensor, " ... queries d_k"],
+    K: Float[Tensor, " ... keys d_k"],
+    V: Float[Tensor, " ... values d_v"],
+    mask: Bool[Tensor, " ... queries keys"] | None = None,
+) -> Float[Tensor, " ... queries d_v"]:
+    return F.scaled_dot_product_attention(Q, K, V, mask)
+
+
+def _kv_heads(num_heads: int, d_model: int, k_proj_weight: Tensor) -> int:
+    """Beyond CS336: fewer key/value rows than d_model mean grouped-query attention."""
+    return max(1, k_proj_weight.shape[0] // (d_model // num_heads))
+
+
+def _attn_weights(q, k, v, o) -> dict[str, Tensor]:
+    return {"q_proj.weight": q, "k_proj.weight": k, "v_proj.weight": v, "output_proj.weight": o}
+
+
+def run_multihead_self_attention(
+    d_model: int,
+    num_heads: int,
+    q_proj_weight: Float[Tensor, " d_k d_in"],
+    k_proj_weight: Float[Tensor, " d_k d_in"],
+    v_proj_weight: Float[Tensor, " d_v d_in"],
+    o_proj_weight: Float[Tensor, " d_model d_v"],
+    in_features: Float[Tensor, " ... sequence_length d_in"],
+) -> Float[Tensor, " ... sequence_length d_out"]:
+    module = MultiHeadSelfAttention(d_model, num_heads, _kv_heads(num_heads, d_model, k_proj_weight), **_like(q_proj_weight))
+    return _loaded(module, _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight))(in_features)
+
+
+def run_multihead_self_attention_with_rope(
+    d_model: int,
+    num_heads: int,
+    max_seq_len: int,
+    theta: float,
+    q_proj_weight: Float[Tensor, " d_k d_in"],
+    k_proj_weight: Float[Tensor, " d_k d_in"],
+    v_proj_weight: Float[Tensor, " d_v d_in"],
+    o_proj_weight: Float[Tensor, " d_model d_v"],
+    in_features: Float[Tensor, " ... sequence_length d_in"],
+    token_positions: Int[Tensor, " ... sequence_length"] | None = None,
+) -> Float[Tensor, " ... sequence_length d_out"]:
+    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len, device=in_features.device)
+    module = MultiHeadSelfAttention(d_model, num_heads, _kv_heads(num_heads, d_model, k_proj_weight), rope, **_like(q_proj_weight))
+    module = _loaded(module, _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight))
+    return module(in_features, token_positions)
+
+
+def run_rope(
+    d_k: int,
+    theta: float,
+    max_seq_len: int,
+    in_query_or_key: Float[Tensor, " ... sequence_length d_k"],
+    token_positions: Int[Tensor, " ... sequence_length"],
+) -> Float[Tensor, " ... sequence_length d_k"]:
+    return RotaryPositionalEmbedding(theta, d_k, max_seq_len, device=in_query_or_key.device)(in_query_or_key, token_positions)
+
+
+def run_transformer_block(
+    d_model: int,
+    num_heads: int,
+    d_ff: int,
+    max_seq_len: int,
+    theta: float,
+    weights: dict[str, Tensor],
+    in_features: Float[Tensor, " batch sequence_length d_model"],
+) -> Float[Tensor, " batch sequence_length d_model"]:
+    kv_heads = _kv_heads(num_heads, d_model, weights["attn.k_proj.weight"])
+    block = TransformerBlock(d_model, num_heads, d_ff, max_seq_len, theta, kv_heads, **_like(weights["ln1.weight"]))
+    return _loaded(block, weights)(in_features)
+
+
+def run_transformer_lm(
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float,
+    weights: dict[str, Tensor],
+    in_indices: Int[Tensor, " batch_size sequence_length"],
+) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
+    """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings."""
+    kv_heads = _kv_heads(num_heads, d_model, weights["layers.0.attn.k_proj.weight"])
+    config = TransformerLMConfig(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta,
+                                 kv_heads, tie_embeddings="lm_head.weight" not in weights)  # fmt: skip
+    return _loaded(TransformerLM(config, **_like(weights["token_embeddings.weight"])), weights)(in_indices)
 
 
 # Beyond CS336 v1.0.2: the rest of this package's components.

@@ -33,7 +33,19 @@ def snapshot(record_property) -> Snapshot:
     return Snapshot(record_property)
 
 
-def pytest_collection_modifyitems(items):
+def pytest_configure(config):
+    config.addinivalue_line("markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2 or the full suite)")
+
+
+def pytest_collection_modifyitems(config, items):
     """Snapshot tests (`test_<component>_matches_fixture`) first: a component's first failure is
-    then the comparison with its fixture, which names the likely mistake."""
+    then the comparison with its fixture, which names the likely mistake. With a -k expression
+    that does not name smollm2 (`-k lm`, `-k generate`), the slow SmolLM2 tests are deselected
+    even where their names match; without -k they run."""
+    keyword = config.getoption("keyword")
+    if keyword and "smollm2" not in keyword:
+        slow = [item for item in items if item.get_closest_marker("smollm2")]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [item for item in items if not item.get_closest_marker("smollm2")]
     items.sort(key=lambda item: "matches_fixture" not in item.name)

@@ -8,6 +8,7 @@ loading, reshapes): that is how a whole case is checked against an oracle.
 
 import contextlib
 
+import torch
 import torch.nn.functional as TF
 
 from cs336_basics.nn import functional as F
@@ -28,6 +29,35 @@ def swiglu_ffn(x, w1, w2, w3, activation="silu"):
 def positionwise_ffn(x, w1, b1, w2, b2, activation="gelu"):
     """act(x W1^T + b1) W2^T + b2 with F.linear, like functional.positionwise_ffn."""
     return TF.linear(ACTIVATIONS[activation](TF.linear(x, w1, b1)), w2, b2)
+
+
+def sdpa(Q, K, V, mask=None):
+    """torch's fused scaled dot-product attention (a fully masked row gives NaN there)."""
+    return TF.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+
+
+def rope_complex(x, theta, token_positions):
+    """RoPE as Meta's llama writes it: adjacent pairs as complex numbers, times e^{i angle}
+    (llama/model.py, precompute_freqs_cis and apply_rotary_emb), in float64."""
+    d = x.shape[-1]
+    freqs = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = token_positions.to(torch.float64)[..., None] * freqs  # (..., seq, d/2)
+    z = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(z * torch.polar(torch.ones_like(angles), angles)).flatten(-2).to(x.dtype)
+
+
+def mha(x, wq, wk, wv, wo, num_heads, rope_fn=None, token_positions=None):
+    """Causal multi-head self-attention from F.linear and F.scaled_dot_product_attention
+    (is_causal, enable_gqa); rope_fn(t, positions) rotates q and k if given."""
+    d_k = wq.shape[0] // num_heads
+    q = TF.linear(x, wq).unflatten(-1, (num_heads, d_k)).transpose(-3, -2)
+    k = TF.linear(x, wk).unflatten(-1, (wk.shape[0] // d_k, d_k)).transpose(-3, -2)
+    v = TF.linear(x, wv).unflatten(-1, (wv.shape[0] // d_k, d_k)).transpose(-3, -2)
+    if rope_fn is not None:
+        pos = torch.arange(x.shape[-2]) if token_positions is None else token_positions
+        q, k = rope_fn(q, pos.unsqueeze(-2)), rope_fn(k, pos.unsqueeze(-2))
+    out = TF.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    return TF.linear(out.transpose(-3, -2).flatten(-2), wo)
 
 
 BUILTIN_KERNELS = {

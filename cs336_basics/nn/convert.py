@@ -17,6 +17,8 @@ A key that matches no name is an error that names it.
 
 from torch import Tensor, nn
 
+from cs336_basics.nn import convert_llama
+
 # arch: (HF name of the pre-FFN norm, the norm's parameters, [(HF FFN name, our FFN name, transposed)])
 _ARCHS: dict[str, tuple[str, tuple[str, ...], list[tuple[str, str, bool]]]] = {
     "llama": (
@@ -50,7 +52,7 @@ _ARCHS: dict[str, tuple[str, tuple[str, ...], list[tuple[str, str, bool]]]] = {
     ),
 }
 ARCHS = tuple(_ARCHS)
-NAMINGS = ("ours", "meta", "hf")
+NAMINGS = ("ours", "meta", "hf", "gguf")
 
 # Hugging Face `hidden_act` / `activation_function` -> our activation name (functional.ACTIVATIONS).
 HF_ACTIVATIONS = {
@@ -120,15 +122,30 @@ def to_hf(state_dict: dict[str, Tensor], arch: str = "llama") -> dict[str, Tenso
     return _rename(state_dict, block, module, f"to_hf(arch={arch!r})")
 
 
+def _decoder_attention(module: nn.Module):
+    """The first MultiHeadSelfAttention in `module` (itself included), or None."""
+    from cs336_basics.nn.modules.attention import MultiHeadSelfAttention
+
+    return next((m for m in module.modules() if isinstance(m, MultiHeadSelfAttention)), None)
+
+
 def load_state_dict(
     module: nn.Module, state_dict: dict[str, Tensor], naming: str = "ours", arch: str = "llama"
 ) -> nn.Module:
     """Rename `state_dict` from `naming` ("ours", "meta" (the same names) or "hf" of `arch`) and
-    load it strictly. Every missing key, unexpected key and shape mismatch is checked before
+    load it strictly. Decoder modules (attention, block, language model) take Llama names
+    instead: naming "hf", "meta" or "gguf" (see convert_llama). Every missing key, unexpected key and shape mismatch is checked before
     anything is copied, so a failed load leaves the module untouched."""
     if naming not in NAMINGS:
         raise ValueError(f"unknown naming {naming!r}; valid names are {list(NAMINGS)}")
-    renamed = from_hf(state_dict, arch) if naming == "hf" else dict(state_dict)
+    attn = _decoder_attention(module)
+    if attn is not None and naming != "ours":  # a decoder: Llama names (convert_llama), with q/k rows reordered
+        tied = getattr(module, "lm_head", False) is None
+        renamed = convert_llama.to_ours(state_dict, naming, attn.num_heads, attn.num_kv_heads, tied)
+    elif naming == "gguf":
+        raise ValueError(f"naming 'gguf' is for decoder modules (attention, block, language model), not {type(module).__name__}")
+    else:
+        renamed = from_hf(state_dict, arch) if naming == "hf" else dict(state_dict)
     expected = module.state_dict()
     missing, unexpected = sorted(expected.keys() - renamed.keys()), sorted(renamed.keys() - expected.keys())
     problems = [f"missing keys {missing}"] if missing else []

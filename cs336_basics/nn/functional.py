@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 from einops import einsum
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from cs336_basics.nn._checks import (
@@ -267,4 +267,224 @@ def softmax(x: Float[Tensor, "..."], dim: int = -1) -> Float[Tensor, "..."]:
     # row sums to 0, and dividing its zeros by 1 instead keeps them zeros.
     total = exps.sum(dim=dim, keepdim=True).clamp_min(1.0)
     return (exps / total).to(x.dtype)
+    # END SOLUTION
+
+
+# --- Decoder: attention, rotary position embeddings, multi-head self-attention ----------------
+
+
+def _check_bool_mask(mask: Tensor, scores_shape: tuple[int, ...]) -> None:
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {got}")
+    try:
+        shape = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        shape = None
+    if shape != torch.Size(scores_shape):
+        raise ValueError(
+            f"mask must broadcast to (..., queries, keys) = {tuple(scores_shape)}, got shape {tuple(mask.shape)}"
+        )
+
+
+def scaled_dot_product_attention(
+    Q: Float[Tensor, "... queries d_k"],
+    K: Float[Tensor, "... keys d_k"],
+    V: Float[Tensor, "... keys d_v"],
+    mask: Bool[Tensor, "..."] | None = None,
+) -> Float[Tensor, "... queries d_v"]:
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V   (Vaswani et al. 2017, eq. 1).
+
+    mask (optional, bool, broadcastable to (..., queries, keys)): True where a query may attend
+    to a key; False scores become -inf before the softmax. A query that may attend to nothing
+    gets zeros (softmax's fully masked row). Scores and the softmax run in float32 for half
+    types (float64 stays float64); the probabilities are cast to V's dtype for the last product.
+    """
+    for name, t in (("Q", Q), ("K", K), ("V", V)):
+        check_float(name, t)
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have at least 2 dimensions (..., seq, d), got shape {tuple(t.shape)}")
+    check_same_dtype("Q", Q, "K", K)
+    check_same_dtype("Q", Q, "V", V)
+    check_last_dim("K", K, Q.shape[-1], "d_k (Q's last dimension)")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must have the same number of keys, got K {tuple(K.shape)} and V {tuple(V.shape)}")
+    try:
+        batch = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the leading dimensions of Q {tuple(Q.shape)}, K {tuple(K.shape)} and V {tuple(V.shape)} must broadcast"
+        ) from None
+    if mask is not None:
+        _check_bool_mask(mask, (*batch, Q.shape[-2], K.shape[-2]))
+    # BEGIN SOLUTION
+    d_k = Q.shape[-1]
+    scores = einsum(Q, K, "... queries d_k, ... keys d_k -> ... queries keys")
+    scores = scores.to(_compute_dtype(scores)) * (1.0 / math.sqrt(d_k))  # float32 for half types
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    probs = softmax(scores, dim=-1).to(V.dtype)  # a fully masked row is zeros, not NaN
+    return einsum(probs, V, "... queries keys, ... keys d_v -> ... queries d_v")
+    # END SOLUTION
+
+
+def causal_mask(num_queries: int, num_keys: int, device=None) -> Bool[Tensor, "queries keys"]:
+    """True where query i may attend to key j: the queries are the last `num_queries` of
+    `num_keys` positions (a key/value cache holds the earlier ones), so query i sits at
+    position num_keys - num_queries + i and sees keys j <= that position."""
+    if not 0 < num_queries <= num_keys:
+        raise ValueError(f"need 0 < num_queries <= num_keys, got num_queries={num_queries}, num_keys={num_keys}")
+    # BEGIN SOLUTION
+    offset = num_keys - num_queries
+    return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=offset)
+    # END SOLUTION
+
+
+def rope_cos_sin(d_k: int, theta: float, max_seq_len: int, device=None) -> tuple[Tensor, Tensor]:
+    """cos and sin of the RoPE angles, each (max_seq_len, d_k / 2), in float64:
+    angle[i, k] = i * theta^(-2k / d_k) for position i and pair k (Su et al. 2021, eq. 15;
+    CS336 section 3.5.3). Computed in float64 so that large positions keep their precision."""
+    check_positive("d_k", d_k)
+    if d_k % 2:
+        raise ValueError(f"d_k must be even (RoPE rotates pairs of dimensions), got {d_k}")
+    check_positive("theta", theta)
+    check_positive("max_seq_len", max_seq_len)
+    # BEGIN SOLUTION
+    inv_freq = theta ** (-torch.arange(0, d_k, 2, dtype=torch.float64, device=device) / d_k)  # (d_k/2,)
+    angles = torch.arange(max_seq_len, dtype=torch.float64, device=device)[:, None] * inv_freq  # (max_seq_len, d_k/2)
+    return angles.cos(), angles.sin()
+    # END SOLUTION
+
+
+def rope(
+    x: Float[Tensor, "... seq d_k"],
+    cos: Float[Tensor, "max_seq_len half_d_k"],
+    sin: Float[Tensor, "max_seq_len half_d_k"],
+    token_positions: Int[Tensor, "..."],
+) -> Float[Tensor, "... seq d_k"]:
+    """Rotate each adjacent pair (x[2k], x[2k+1]) of the last dimension by the angle of its
+    token's position (Su et al. 2021; CS336 section 3.5.3; Meta's llama):
+        out[2k]   = x[2k] cos - x[2k+1] sin
+        out[2k+1] = x[2k] sin + x[2k+1] cos
+    token_positions (..., seq) must broadcast against x's leading dimensions (..., seq).
+    Computed in float32 for half types (float64 stays float64), returned in x's dtype."""
+    check_float("x", x)
+    check_float("cos", cos)
+    check_float("sin", sin)
+    if cos.dim() != 2 or cos.shape != sin.shape:
+        raise ValueError(f"cos and sin must both be (max_seq_len, d_k / 2), got {tuple(cos.shape)} and {tuple(sin.shape)}")
+    max_seq_len, half = cos.shape
+    check_last_dim("x", x, 2 * half, "d_k")
+    if not isinstance(token_positions, Tensor) or token_positions.dtype not in (torch.int64, torch.int32):
+        got = token_positions.dtype if isinstance(token_positions, Tensor) else type(token_positions).__name__
+        raise TypeError(f"token_positions must be an integer tensor of dtype torch.int64 or torch.int32, got {got}")
+    try:
+        torch.broadcast_shapes(token_positions.shape, x.shape[:-1])
+        ok = token_positions.dim() > 0 and token_positions.shape[-1] == x.shape[-2]
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"token_positions must broadcast to x's (..., seq) = {tuple(x.shape[:-1])} with its last dimension "
+            f"seq={x.shape[-2]}, got shape {tuple(token_positions.shape)}"
+        )
+    if token_positions.numel() > 0:
+        lo, hi = int(token_positions.min()), int(token_positions.max())
+        if lo < 0 or hi >= max_seq_len:
+            raise ValueError(f"token_positions must lie in [0, max_seq_len={max_seq_len}), got values in [{lo}, {hi}]")
+    # BEGIN SOLUTION
+    dtype = _compute_dtype(x)
+    cos_p, sin_p = cos[token_positions].to(dtype), sin[token_positions].to(dtype)  # (..., seq, d_k/2)
+    pairs = x.to(dtype).unflatten(-1, (half, 2))  # (..., seq, d_k/2, 2)
+    x0, x1 = pairs[..., 0], pairs[..., 1]  # (..., seq, d_k/2) each
+    out = torch.stack((x0 * cos_p - x1 * sin_p, x0 * sin_p + x1 * cos_p), dim=-1)  # (..., seq, d_k/2, 2)
+    return out.flatten(-2).to(x.dtype)  # (..., seq, d_k)
+    # END SOLUTION
+
+
+def grouped_query_attention(
+    q: Float[Tensor, "... num_heads queries d_k"],
+    k: Float[Tensor, "... num_kv_heads keys d_k"],
+    v: Float[Tensor, "... num_kv_heads keys d_v"],
+    mask: Bool[Tensor, "..."] | None = None,
+) -> Float[Tensor, "... num_heads queries d_v"]:
+    """Scaled dot-product attention where each key/value head serves num_heads / num_kv_heads
+    consecutive query heads (Ainslie et al. 2023, GQA; num_kv_heads = 1 is multi-query attention,
+    Shazeer 2019; num_kv_heads = num_heads is ordinary multi-head attention). Query head h uses
+    key/value head h // (num_heads / num_kv_heads), as Hugging Face's repeat_kv does. The
+    keys and values are broadcast, not copied. mask broadcasts to (..., queries, keys)."""
+    if q.dim() < 3 or k.dim() < 3:
+        raise ValueError(f"q and k must be (..., heads, seq, d), got shapes {tuple(q.shape)} and {tuple(k.shape)}")
+    num_heads, num_kv_heads = q.shape[-3], k.shape[-3]
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_kv_heads={num_kv_heads} (k's heads) must divide num_heads={num_heads} (q's heads)")
+    # BEGIN SOLUTION
+    group = num_heads // num_kv_heads
+    q = q.unflatten(-3, (num_kv_heads, group))  # (..., num_kv_heads, group, queries, d_k)
+    k, v = k.unsqueeze(-3), v.unsqueeze(-3)  # (..., num_kv_heads, 1, keys, d)
+    out = scaled_dot_product_attention(q, k, v, mask)  # (..., num_kv_heads, group, queries, d_v)
+    return out.flatten(-4, -3)  # (..., num_heads, queries, d_v)
+    # END SOLUTION
+
+
+def multihead_self_attention(
+    x: Float[Tensor, "... seq d_model"],
+    q_proj_weight: Float[Tensor, "d_q d_model"],
+    k_proj_weight: Float[Tensor, "d_kv d_model"],
+    v_proj_weight: Float[Tensor, "d_kv d_model"],
+    o_proj_weight: Float[Tensor, "d_model d_q"],
+    num_heads: int,
+    rope_cache: tuple[Tensor, Tensor] | None = None,
+    token_positions: Int[Tensor, "..."] | None = None,
+    kv_cache=None,
+) -> Float[Tensor, "... seq d_model"]:
+    """Causal multi-head self-attention (Vaswani et al. 2017, section 3.2.2; CS336 section 3.5.5):
+        q, k, v = x Wq^T, x Wk^T, x Wv^T, split into heads of d_k = d_q / num_heads;
+        q, k = RoPE(q), RoPE(k) if rope_cache = (cos, sin) is given;
+        out = concat_h(attention(q_h, k_h, v_h, causal mask)) Wo^T.
+    The number of key/value heads is k_proj_weight's rows / d_k (grouped-query attention when
+    fewer than num_heads). token_positions (..., seq) defaults to the positions after what
+    kv_cache holds (0, 1, ... without a cache). kv_cache, if given, has
+    `update(k, v) -> (all k, all v)` and `length`; the new keys and values are appended to it.
+    Runs in x's dtype (attention's softmax in float32 for half types)."""
+    check_positive("num_heads", num_heads)
+    for name, w in (("q_proj_weight", q_proj_weight), ("k_proj_weight", k_proj_weight),
+                    ("v_proj_weight", v_proj_weight), ("o_proj_weight", o_proj_weight)):  # fmt: skip
+        check_float(name, w)
+        check_same_dtype("x", x, name, w)
+        if w.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(w.shape)}")
+    d_model = x.shape[-1]
+    d_q = q_proj_weight.shape[0]
+    if d_q % num_heads:
+        raise ValueError(f"num_heads={num_heads} must divide q_proj_weight's rows d_q={d_q}")
+    d_k = d_q // num_heads
+    check_shape("q_proj_weight", q_proj_weight, (d_q, d_model))
+    d_kv = k_proj_weight.shape[0]
+    if d_kv % d_k or num_heads % (d_kv // d_k or 1) or d_kv == 0:
+        raise ValueError(
+            f"k_proj_weight's rows must be num_kv_heads * d_k with d_k={d_k} and num_kv_heads dividing "
+            f"num_heads={num_heads}, got shape {tuple(k_proj_weight.shape)}"
+        )
+    check_shape("k_proj_weight", k_proj_weight, (d_kv, d_model))
+    check_shape("v_proj_weight", v_proj_weight, (d_kv, d_model))
+    check_shape("o_proj_weight", o_proj_weight, (d_model, d_q))
+    if x.dim() < 2:
+        raise ValueError(f"x must be (..., seq, d_model), got shape {tuple(x.shape)}")
+    # BEGIN SOLUTION
+    seq = x.shape[-2]
+    q = linear(x, q_proj_weight).unflatten(-1, (num_heads, d_k)).transpose(-3, -2)  # (..., heads, seq, d_k)
+    k = linear(x, k_proj_weight).unflatten(-1, (d_kv // d_k, d_k)).transpose(-3, -2)  # (..., kv_heads, seq, d_k)
+    v = linear(x, v_proj_weight).unflatten(-1, (d_kv // d_k, d_k)).transpose(-3, -2)  # (..., kv_heads, seq, d_k)
+    past = kv_cache.length if kv_cache is not None else 0
+    if rope_cache is not None:
+        if token_positions is None:
+            token_positions = torch.arange(past, past + seq, device=x.device)  # (seq,)
+        positions = token_positions.unsqueeze(-2)  # (..., 1, seq): the same positions for every head
+        q, k = rope(q, *rope_cache, positions), rope(k, *rope_cache, positions)
+    if kv_cache is not None:
+        k, v = kv_cache.update(k, v)  # (..., kv_heads, past + seq, d_k)
+    mask = causal_mask(seq, k.shape[-2], device=x.device)  # (seq, past + seq)
+    out = grouped_query_attention(q, k, v, mask)  # (..., heads, seq, d_k)
+    return linear(out.transpose(-3, -2).flatten(-2), o_proj_weight)  # (..., seq, d_model)
     # END SOLUTION

@@ -1,0 +1,84 @@
+"""The decoder-only language model (CS336 section 3.1, figure 1; Meta's llama):
+    logits = LMHead(RMSNorm(Block_L(... Block_1(Embedding(ids)))))
+Attribute names follow CS336: token_embeddings, layers.{i}, ln_final, lm_head. With tied
+embeddings (Press & Wolf 2017; SmolLM2) there is no lm_head: the logits use
+token_embeddings.weight, and the state dict has no lm_head.weight."""
+
+from dataclasses import dataclass
+
+from jaxtyping import Float, Int
+from torch import Tensor, nn
+
+from cs336_basics.nn import functional as F
+from cs336_basics.nn._checks import check_positive
+from cs336_basics.nn.kv_cache import KVCache
+from cs336_basics.nn.modules.embedding import Embedding
+from cs336_basics.nn.modules.linear import Linear
+from cs336_basics.nn.modules.rmsnorm import RMSNorm
+from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
+from cs336_basics.nn.modules.transformer_block import TransformerBlock
+
+
+@dataclass
+class TransformerLMConfig:
+    vocab_size: int
+    context_length: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_ff: int
+    rope_theta: float = 10000.0
+    num_kv_heads: int | None = None  # None: num_heads (multi-head); fewer: grouped-query attention
+    eps: float = 1e-5
+    tie_embeddings: bool = False
+
+    def __post_init__(self):
+        for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads", "d_ff", "rope_theta", "eps"):
+            check_positive(name, getattr(self, name))
+        if self.d_model % self.num_heads:
+            raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
+        if self.num_kv_heads is not None and (self.num_kv_heads <= 0 or self.num_heads % self.num_kv_heads):
+            raise ValueError(f"num_kv_heads must divide num_heads={self.num_heads}, got {self.num_kv_heads}")
+
+
+class TransformerLM(nn.Module):
+    def __init__(self, config: TransformerLMConfig, device=None, dtype=None):
+        super().__init__()
+        self.config = c = config
+        factory = dict(device=device, dtype=dtype)
+        # BEGIN SOLUTION
+        rope = RotaryPositionalEmbedding(c.rope_theta, c.d_model // c.num_heads, c.context_length, device=device)
+        self.token_embeddings = Embedding(c.vocab_size, c.d_model, **factory)
+        self.layers = nn.ModuleList(
+            TransformerBlock(c.d_model, c.num_heads, c.d_ff, num_kv_heads=c.num_kv_heads, eps=c.eps, rope=rope, **factory)
+            for _ in range(c.num_layers)
+        )
+        self.ln_final = RMSNorm(c.d_model, eps=c.eps, **factory)
+        self.lm_head = None if c.tie_embeddings else Linear(c.d_model, c.vocab_size, **factory)
+        # END SOLUTION
+
+    def new_kv_cache(self, max_len: int | None = None) -> list[KVCache]:
+        """One empty KVCache per layer, holding up to max_len (default context_length) positions."""
+        return [KVCache(max_len or self.config.context_length) for _ in self.layers]
+
+    def forward(
+        self,
+        in_indices: Int[Tensor, "... seq"],
+        token_positions: Int[Tensor, "..."] | None = None,
+        kv_cache: list[KVCache] | None = None,
+    ) -> Float[Tensor, "... seq vocab_size"]:
+        """Logits for every position. Sequences may be shorter than context_length; with
+        kv_cache, in_indices are the tokens after those the cache holds."""
+        seq, past = in_indices.shape[-1], kv_cache[0].length if kv_cache else 0
+        if past + seq > self.config.context_length:
+            raise ValueError(
+                f"in_indices has {seq} tokens after {past} cached ones; context_length={self.config.context_length}"
+            )
+        # BEGIN SOLUTION
+        x = self.token_embeddings(in_indices)  # (..., seq, d_model)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, token_positions, kv_cache[i] if kv_cache else None)
+        x = self.ln_final(x)
+        head = self.token_embeddings.weight if self.lm_head is None else self.lm_head.weight
+        return F.linear(x, head)  # (..., seq, vocab_size)
+        # END SOLUTION

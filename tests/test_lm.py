@@ -1,0 +1,106 @@
+"""The language model against Hugging Face's LlamaForCausalLM (random weights, GQA, tied and
+untied), loaded under Hugging Face and Meta names. Floors over seeds 0-9
+(`uv run python -m tests.test_lm`)."""
+
+import pytest
+import torch
+
+from cs336_basics.nn import TransformerLM, TransformerLMConfig, convert
+from cs336_basics.nn.convert_llama import LAYER_NAMES, TOP_NAMES
+from cs336_basics.testing import scaled_error, tolerance
+
+from . import _llama_oracles as L
+from ._helpers import assert_close
+from .adapters import run_transformer_lm
+
+TOL = {"hf": tolerance(2.1e-5)}  # measured 2.02e-5 (float32; largest at seq 64, where HF's float32 RoPE angles drift)
+V, CTX, D, LAYERS, HEADS, KV, H, THETA = 97, 64, 48, 2, 4, 2, 136, 500.0
+
+
+def config(tie=False):
+    return TransformerLMConfig(V, CTX, D, LAYERS, HEADS, H, THETA, KV, tie_embeddings=tie)
+
+
+@pytest.fixture(scope="module")
+def hf():
+    return L.import_hf()
+
+
+def ours_and_hf(hf, tie=False, seed=0):
+    theirs = L.hf_model(hf, L.llama_config(hf, d_model=D, num_heads=HEADS, num_kv_heads=KV, d_ff=H, vocab_size=V,
+                                          theta=THETA, num_layers=LAYERS, max_pos=CTX, tie=tie), seed)  # fmt: skip
+    return L.ours_from(theirs, TransformerLM(config(tie))), theirs
+
+
+def ids_of(seq=11, seed=0):
+    return torch.randint(0, V, (2, seq), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("tie", [False, True], ids=["untied", "tied"])
+def test_lm_matches_hf_llama_for_causal_lm(hf, tie):
+    ours, theirs = ours_and_hf(hf, tie)
+    ids = ids_of()
+    with torch.no_grad():
+        assert_close(ours(ids), theirs(ids).logits, TOL["hf"], "logits vs LlamaForCausalLM")
+
+
+def test_lm_adapter_takes_cs336_names_and_a_sequence_shorter_than_the_context(hf):
+    ours, theirs = ours_and_hf(hf)
+    weights = dict(ours.state_dict())
+    ids = ids_of(seq=5)
+    with torch.no_grad():
+        actual = run_transformer_lm(V, CTX, D, LAYERS, HEADS, H, THETA, weights, ids)
+        assert_close(actual, theirs(ids).logits, TOL["hf"], "run_transformer_lm vs LlamaForCausalLM")
+
+
+def test_lm_loads_meta_names(hf):
+    ours, _ = ours_and_hf(hf)
+    meta = {}
+    for key, value in ours.state_dict().items():
+        if key.startswith("layers."):
+            _, i, rest = key.split(".", 2)
+            meta[f"layers.{i}.{LAYER_NAMES[rest][1]}"] = value
+        else:
+            meta[TOP_NAMES[key][1]] = value
+    assert "layers.0.attention.wq.weight" in meta and "output.weight" in meta
+    loaded = convert.load_state_dict(TransformerLM(config()), meta, naming="meta")
+    ids = ids_of()
+    with torch.no_grad():
+        assert torch.equal(loaded(ids), ours(ids))
+
+
+def test_lm_input_longer_than_the_context_raises():
+    with pytest.raises(ValueError, match=r"in_indices has 65 tokens after 0 cached ones; context_length=64"):
+        TransformerLM(config())(torch.zeros(1, 65, dtype=torch.long))
+
+
+def test_lm_tied_model_has_no_head_in_its_state_dict():
+    keys = set(TransformerLM(config(tie=True)).state_dict())
+    assert "lm_head.weight" not in keys and "token_embeddings.weight" in keys
+    assert not any("cos" in k or "sin" in k for k in keys)
+
+
+def test_lm_cached_prefix_gives_the_same_logits():
+    torch.manual_seed(0)
+    model, ids = TransformerLM(config()), ids_of()
+    cache = model.new_kv_cache()
+    with torch.no_grad():
+        stepped = torch.cat([model(ids[:, :6], kv_cache=cache)] + [model(ids[:, i : i + 1], kv_cache=cache) for i in range(6, 11)], 1)
+        assert_close(stepped, model(ids), TOL["hf"], "cached vs whole")
+
+
+def measure_floors(seeds=range(10)) -> dict[str, float]:
+    hf, floor = L.import_hf(), 0.0
+    for seed in seeds:
+        for tie in (False, True):
+            ours, theirs = ours_and_hf(hf, tie, seed)
+            with torch.no_grad():
+                for seq in (5, 11, CTX):
+                    ids = ids_of(seq, seed)
+                    floor = max(floor, float(scaled_error(ours(ids), theirs(ids).logits).max()))
+    return {"hf": floor}
+
+
+if __name__ == "__main__":
+    for name, floor in measure_floors().items():
+        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")

@@ -1,0 +1,135 @@
+"""Causal multi-head self-attention, without and with RoPE, grouped-query and multi-query,
+against F.linear + F.scaled_dot_product_attention(is_causal, enable_gqa) and Hugging Face's
+LlamaAttention (weights through nn.convert, which reorders HF's rotate-half q/k rows).
+Floors: max scaled error over seeds 0-19 (`uv run python -m tests.test_mha`)."""
+
+import pytest
+import torch
+
+from cs336_basics.nn import MultiHeadSelfAttention, RotaryPositionalEmbedding
+from cs336_basics.nn.kv_cache import KVCache
+from cs336_basics.testing import scaled_error, tolerance
+
+from . import _llama_oracles as L
+from . import oracles
+from ._helpers import F64, assert_close, rand
+from .adapters import run_multihead_self_attention, run_multihead_self_attention_with_rope
+
+F32 = torch.float32
+TOL = {
+    "f64": tolerance(2.5e-15, F64),  # measured 2.42e-15 vs F.linear + F.scaled_dot_product_attention
+    "hf": tolerance(5.2e-7),  # measured 5.18e-7 vs LlamaAttention (float32, eager)
+    "cache": tolerance(6.0e-7),  # measured 5.92e-7: cached steps vs the whole sequence (float32)
+}
+D, SEQ, THETA, MAX_LEN = 48, 9, 500.0, 64
+HEADS = {"mha": (4, 4), "gqa": (4, 2), "mqa": (4, 1)}  # (num_heads, num_kv_heads)
+POSITIONS = torch.tensor([3, 5, 6, 10, 11, 20, 21, 22, 40])  # increasing but not 0..n-1
+
+
+def weights(num_heads, num_kv_heads, seed=0, dtype=F64):
+    d_kv = D // num_heads * num_kv_heads
+    return dict(q_proj_weight=rand(D, D, std=0.3, seed=seed, dtype=dtype), k_proj_weight=rand(d_kv, D, std=0.3, seed=seed + 1, dtype=dtype),
+                v_proj_weight=rand(d_kv, D, std=0.3, seed=seed + 2, dtype=dtype), o_proj_weight=rand(D, D, std=0.3, seed=seed + 3, dtype=dtype))  # fmt: skip
+
+
+def builtin_mha(num_heads, w, x, token_positions=None, rope=False):
+    """The attention of oracles.mha (F.linear and F.scaled_dot_product_attention), RoPE as Meta writes it."""
+    rotate = (lambda t, p: oracles.rope_complex(t, THETA, p)) if rope else None
+    return oracles.mha(x, w["q_proj_weight"], w["k_proj_weight"], w["v_proj_weight"], w["o_proj_weight"], num_heads,
+                       rotate, token_positions)  # fmt: skip
+
+
+def x_of(seed=0, dtype=F64):
+    return rand(2, SEQ, D, seed=seed + 10, dtype=dtype)
+
+
+@pytest.mark.parametrize("heads", HEADS)
+def test_mha_without_rotation_matches_torch_builtins(heads):
+    num_heads, num_kv_heads = HEADS[heads]
+    w, x = weights(num_heads, num_kv_heads), x_of()
+    expected = builtin_mha(num_heads, w, x)
+    assert_close(run_multihead_self_attention(D, num_heads, **w, in_features=x), expected, TOL["f64"], heads)
+
+
+@pytest.mark.parametrize("heads", HEADS)
+def test_mha_with_rotation_and_positions_matches_torch_builtins(heads):
+    num_heads, num_kv_heads = HEADS[heads]
+    w, x = weights(num_heads, num_kv_heads), x_of()
+    expected = builtin_mha(num_heads, w, x, POSITIONS, rope=True)
+    actual = run_multihead_self_attention_with_rope(D, num_heads, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS)
+    assert_close(actual, expected, TOL["f64"], heads)
+
+
+@pytest.fixture(scope="module")
+def hf():
+    return L.import_hf()
+
+
+def ours_and_hf(hf, num_heads, num_kv_heads, seed=0):
+    config = L.llama_config(hf, d_model=D, num_heads=num_heads, num_kv_heads=num_kv_heads, theta=THETA, max_pos=MAX_LEN)
+    theirs = L.hf_attn(hf, config, seed)
+    rope = RotaryPositionalEmbedding(THETA, D // num_heads, MAX_LEN)
+    return L.ours_from(theirs, MultiHeadSelfAttention(D, num_heads, num_kv_heads, rope)), theirs, config
+
+
+@pytest.mark.parametrize("heads", HEADS)
+def test_mha_matches_hf_llama_with_positions_not_arange(hf, heads):
+    ours, theirs, config = ours_and_hf(hf, *HEADS[heads])
+    x, positions = x_of(dtype=F32), POSITIONS.expand(2, -1)
+    with torch.no_grad():
+        assert_close(ours(x, positions), L.hf_attn_forward(hf, config, theirs, x, positions), TOL["hf"], f"{heads} vs HF")
+
+
+def test_mha_output_at_a_position_ignores_later_tokens():
+    w = weights(4, 2)
+    x = x_of()
+    changed = x.clone()
+    changed[:, 5:] += 1.0
+    a = run_multihead_self_attention(D, 4, **w, in_features=x)
+    b = run_multihead_self_attention(D, 4, **w, in_features=changed)
+    assert torch.equal(a[:, :5], b[:, :5]) and not torch.allclose(a[:, 5:], b[:, 5:])
+
+
+def test_mha_cached_steps_match_the_whole_sequence():
+    torch.manual_seed(0)
+    module = MultiHeadSelfAttention(D, 4, 2, RotaryPositionalEmbedding(THETA, D // 4, MAX_LEN))
+    x = x_of(dtype=F32)
+    cache = KVCache(MAX_LEN)
+    with torch.no_grad():
+        steps = [module(x[:, :4], kv_cache=cache)] + [module(x[:, i : i + 1], kv_cache=cache) for i in range(4, SEQ)]
+        assert_close(torch.cat(steps, dim=1), module(x), TOL["cache"], "prefill + one token at a time vs whole")
+
+
+def test_mha_state_dict_keys_follow_cs336():
+    module = MultiHeadSelfAttention(D, 4, 2, RotaryPositionalEmbedding(THETA, 12, MAX_LEN))
+    assert {k: tuple(v.shape) for k, v in module.state_dict().items()} == {
+        "q_proj.weight": (48, 48), "k_proj.weight": (24, 48), "v_proj.weight": (24, 48), "output_proj.weight": (48, 48)
+    }  # fmt: skip
+
+
+def measure_floors(seeds=range(20)) -> dict[str, float]:
+    floors, hf = {}, L.import_hf()
+
+    def keep(name, actual, expected):
+        floors[name] = max(floors.get(name, 0.0), float(scaled_error(actual, expected).max()))
+
+    for seed in seeds:
+        for heads, (nh, nkv) in HEADS.items():
+            w, x = weights(nh, nkv, seed), x_of(seed)
+            keep("f64", run_multihead_self_attention(D, nh, **w, in_features=x),
+                 builtin_mha(nh, w, x))  # fmt: skip
+            keep("f64", run_multihead_self_attention_with_rope(D, nh, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS),
+                 builtin_mha(nh, w, x, POSITIONS, rope=True))  # fmt: skip
+            ours, theirs, config = ours_and_hf(hf, nh, nkv, seed)
+            x32, pos = x_of(seed, F32), POSITIONS.expand(2, -1)
+            with torch.no_grad():
+                keep("hf", ours(x32, pos), L.hf_attn_forward(hf, config, theirs, x32, pos))
+                cache = KVCache(MAX_LEN)
+                steps = [ours(x32[:, :4], kv_cache=cache)] + [ours(x32[:, i : i + 1], kv_cache=cache) for i in range(4, SEQ)]
+                keep("cache", torch.cat(steps, 1), ours(x32))
+    return floors
+
+
+if __name__ == "__main__":
+    for name, floor in measure_floors().items():
+        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")

@@ -1,0 +1,126 @@
+"""Rotary position embeddings (Su et al. 2021; CS336 section 3.5.3: adjacent pairs) against
+Meta's complex-number formula and Hugging Face's rotate-half on de-interleaved dimensions.
+Floors: max scaled error over seeds 0-49 (`uv run python -m tests.test_rope`)."""
+
+import pytest
+import torch
+
+from cs336_basics.nn import RotaryPositionalEmbedding
+from cs336_basics.nn import functional as F
+from cs336_basics.testing import scaled_error, tolerance
+
+from . import oracles
+from ._helpers import F64, assert_close, rand
+from .adapters import run_rope
+
+F32, BF16 = torch.float32, torch.bfloat16
+TOL = {
+    "f64": tolerance(0.0, F64),  # measured 0: bit-identical to the complex formula
+    "f32": tolerance(1.2e-7),  # measured 1.15e-7: adapter in float32 vs the float64 complex formula
+    "hf": tolerance(4.1e-6),  # measured 4.09e-6: HF computes its angles as float32 products
+    "bf16": tolerance(2.8e-3, BF16),  # measured 2.77e-3 vs the float64 complex formula
+}
+D_K, THETA, MAX_LEN = 16, 500.0, 64
+# Not 0..n-1: gaps, a repeat and a decrease, so an implementation that ignores token_positions fails.
+POSITIONS = torch.tensor([3, 7, 7, 12, 40, 2, 63])
+
+
+def x_of(*batch, seed=0, dtype=F64):
+    return rand(*batch, len(POSITIONS), D_K, std=1.5, seed=seed, dtype=dtype)
+
+
+@pytest.mark.parametrize("batch", [(), (2,), (2, 3)], ids=["2d", "3d", "4d"])
+def test_rope_kernel_matches_complex_rotation(batch):
+    x = x_of(*batch)
+    cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
+    assert_close(F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS), TOL["f64"], "RoPE vs complex")
+
+
+def test_rope_adapter_with_per_batch_positions():
+    x = x_of(2, dtype=F32)
+    positions = torch.stack([POSITIONS, POSITIONS.flip(0)])  # (batch, seq): each row its own positions
+    out = run_rope(D_K, THETA, MAX_LEN, x, positions)
+    assert out.dtype == F32
+    assert_close(out.double(), oracles.rope_complex(x.double(), THETA, positions), TOL["f32"], "run_rope")
+
+
+def hf_rotate_half_rope(x, positions):
+    """HF's apply_rotary_pos_emb on x with its dimensions de-interleaved (pairs -> halves), then re-interleaved."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    from ._llama_oracles import import_hf, llama_config, position_embeddings
+
+    hf = import_hf()
+    config = llama_config(hf, d_model=D_K, num_heads=1, num_kv_heads=1, theta=THETA, max_pos=MAX_LEN)
+    halves = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)  # (..., seq, d_k)
+    cos, sin = position_embeddings(hf, config, halves, positions[None])
+    out, _ = apply_rotary_pos_emb(halves, halves, cos, sin, unsqueeze_dim=0)
+    return torch.stack([out[..., : D_K // 2], out[..., D_K // 2 :]], dim=-1).flatten(-2).reshape(x.shape)
+
+
+def test_rope_matches_hf_rotate_half_on_deinterleaved_dims():
+    x = x_of(dtype=F32)
+    expected = hf_rotate_half_rope(x, POSITIONS)
+    assert_close(run_rope(D_K, THETA, MAX_LEN, x, POSITIONS), expected, TOL["hf"], "RoPE vs HF rotate-half")
+
+
+def test_rope_bfloat16_is_computed_in_float32():
+    x = x_of(2, dtype=BF16)
+    out = run_rope(D_K, THETA, MAX_LEN, x, POSITIONS)
+    assert out.dtype == BF16
+    truth = oracles.rope_complex(x.double(), THETA, POSITIONS)
+    assert float(scaled_error(out.double(), truth).max()) <= TOL["bf16"]
+
+
+def test_rope_position_zero_is_the_identity():
+    x = x_of()
+    assert torch.equal(run_rope(D_K, THETA, MAX_LEN, x, torch.zeros(len(POSITIONS), dtype=torch.long)), x)
+
+
+def test_rope_dot_product_depends_only_on_the_offset():
+    """<RoPE(q, m), RoPE(k, n)> is a function of m - n (Su et al. 2021, eq. 11)."""
+    q, k = rand(D_K, seed=1), rand(D_K, seed=2)
+    cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
+    rot = lambda t, p: F.rope(t[None], cos, sin, torch.tensor([p]))[0]  # noqa: E731
+    a, b = rot(q, 10) @ rot(k, 3), rot(q, 50) @ rot(k, 43)
+    assert abs(float(a - b)) <= TOL["f64"] * (abs(float(a)) + 1)
+
+
+def test_rope_buffers_stay_out_of_the_state_dict():
+    rope = RotaryPositionalEmbedding(THETA, D_K, MAX_LEN)
+    assert dict(rope.state_dict()) == {}
+    assert rope.cos.shape == rope.sin.shape == (MAX_LEN, D_K // 2)
+
+
+def test_rope_cast_to_half_keeps_float64_tables():
+    rope = RotaryPositionalEmbedding(THETA, D_K, MAX_LEN).to(torch.float16)
+    assert rope.cos.dtype == F64
+
+
+def test_rope_position_beyond_max_seq_len_raises():
+    with pytest.raises(ValueError, match=r"token_positions must lie in \[0, max_seq_len=64\), got values in \[2, 64\]"):
+        run_rope(D_K, THETA, MAX_LEN, x_of(), torch.tensor([3, 7, 7, 12, 40, 2, 64]))
+
+
+def measure_floors(seeds=range(50)) -> dict[str, float]:
+    floors = {}
+    cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
+
+    def keep(name, actual, expected):
+        floors[name] = max(floors.get(name, 0.0), float(scaled_error(actual.double(), expected.double()).max()))
+
+    for seed in seeds:
+        x = x_of(2, 3, seed=seed)
+        keep("f64", F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS))
+        x32 = x_of(2, seed=seed, dtype=F32)
+        truth = oracles.rope_complex(x32.double(), THETA, POSITIONS)
+        keep("f32", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), truth)
+        keep("hf", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), hf_rotate_half_rope(x32, POSITIONS))
+        xb = x_of(2, seed=seed, dtype=BF16)
+        keep("bf16", run_rope(D_K, THETA, MAX_LEN, xb, POSITIONS), oracles.rope_complex(xb.double(), THETA, POSITIONS))
+    return floors
+
+
+if __name__ == "__main__":
+    for name, floor in measure_floors().items():
+        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")
