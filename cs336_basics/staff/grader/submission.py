@@ -18,7 +18,7 @@ import shutil
 import stat
 import struct
 import zipfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from cs336_basics.submit import MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PACKAGE, WHAT_TO_SUBMIT, skipped
 
@@ -87,49 +87,50 @@ def _open_zip(zip_path: Path) -> zipfile.ZipFile:
         raise SubmissionError(f"could not open the zip file {name}: {e}") from None
 
 
-def _member_path(m: zipfile.ZipInfo) -> PurePosixPath:
-    name = PurePosixPath(m.filename.replace("\\", "/"))
-    if name.is_absolute() or ".." in name.parts or (name.parts and ":" in name.parts[0]):
+def _member_path(m: zipfile.ZipInfo) -> tuple[str, ...]:
+    """The member's path as parts; absolute paths, `..` and drive letters raise SubmissionError."""
+    name = m.filename.replace("\\", "/")
+    parts = tuple(p for p in name.split("/") if p not in ("", "."))
+    if name.startswith("/") or ".." in parts or (parts and ":" in parts[0]):
         raise SubmissionError(f"unsafe path in the zip: {m.filename!r}")
-    return name
+    return parts
 
 
-def extract_zip(zip_path: Path, dest: Path, select=None) -> Path:
-    """Extract the members `select(parts)` picks (default: all) into dest (created) and return dest.
-    Every member's name is checked; a selected symlink, or selected members over the package
-    limits, raise SubmissionError."""
+def _extract(archive: zipfile.ZipFile, chosen: list[tuple[zipfile.ZipInfo, tuple[str, ...]]], dest: Path) -> None:
+    files = [m for m, _ in chosen if not m.is_dir()]
+    total = sum(m.file_size for m in files)  # zipfile never inflates a member past its file_size
+    if len(files) > MAX_PACKAGE_FILES or total > MAX_PACKAGE_BYTES:
+        raise _too_large(len(files), total)
+    for m, name in chosen:
+        if stat.S_ISLNK(m.external_attr >> 16):
+            raise SubmissionError(f"symbolic links are not accepted in the zip: {m.filename!r}")
+        target = dest.joinpath(*name)
+        if m.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(m) as src, open(target, "wb") as out:
+                shutil.copyfileobj(src, out)
+        except Exception as e:  # noqa: BLE001 - encrypted, unsupported or corrupt members raise many types
+            raise SubmissionError(f"could not extract {m.filename!r} from the zip: {type(e).__name__}: {e}") from None
+
+
+def extract_zip(zip_path: Path, dest: Path) -> Path:
+    """Extract every member of the zip into dest (created) and return dest: the checks of
+    extract_package (names, links, the package limits), without looking for the package."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     with _open_zip(zip_path) as archive:
-        members = [(m, _member_path(m)) for m in archive.infolist()]
-        chosen = [(m, p) for m, p in members if select is None or select(p.parts)]
-        files = [m for m, _ in chosen if not m.is_dir()]
-        total = sum(m.file_size for m in files)  # zipfile never inflates a member past its file_size
-        if len(files) > MAX_PACKAGE_FILES or total > MAX_PACKAGE_BYTES:
-            raise _too_large(len(files), total)
-        for m, name in chosen:
-            if stat.S_ISLNK(m.external_attr >> 16):
-                raise SubmissionError(f"symbolic links are not accepted in the zip: {m.filename!r}")
-            target = dest.joinpath(*name.parts)
-            if m.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(m) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-            except Exception as e:  # noqa: BLE001 - encrypted, unsupported or corrupt members raise many types
-                raise SubmissionError(f"could not extract {m.filename!r} from the zip: {type(e).__name__}: {e}") from None
+        _extract(archive, [(m, _member_path(m)) for m in archive.infolist()], dest)
     return dest
 
 
-def _zip_package_prefix(zip_path: Path) -> tuple[str, ...]:
+def _package_prefix(members: list[tuple[zipfile.ZipInfo, tuple[str, ...]]]) -> tuple[str, ...]:
     """The folders above the shallowest cs336_basics/__init__.py of the zip, outside ignored folders."""
-    with _open_zip(zip_path) as archive:
-        parts = [(m, _member_path(m).parts) for m in archive.infolist()]
-    venvs = {p[:-1] for _, p in parts if p and p[-1] == "pyvenv.cfg"}
+    venvs = {p[:-1] for _, p in members if p and p[-1] == "pyvenv.cfg"}
     found = sorted(
-        {p[:-2] for m, p in parts
+        {p[:-2] for m, p in members
          if len(p) >= 2 and p[-2:] == (PACKAGE, "__init__.py") and not m.is_dir() and len(p) - 2 <= MAX_DEPTH
          and not any(_ignored(d) for d in p[:-1]) and not any(p[:k] in venvs for k in range(len(p) - 1))},
         key=lambda prefix: (len(prefix), prefix),
@@ -145,14 +146,18 @@ def _zip_package_prefix(zip_path: Path) -> tuple[str, ...]:
 
 
 def extract_package(zip_path: Path, dest: Path) -> Path:
-    """Extract the zip's package, without caches and hidden files, to dest; returns dest/<prefix>/cs336_basics."""
-    prefix = (*_zip_package_prefix(zip_path), PACKAGE)
-    n = len(prefix)
-
-    def select(parts: tuple[str, ...]) -> bool:
-        return parts[:n] == prefix and len(parts) > n and not any(skipped(p) for p in parts[n:])
-
-    return extract_zip(zip_path, dest, select).joinpath(*prefix)
+    """Extract the zip's package, without caches and hidden files, to dest; returns dest/<prefix>/cs336_basics.
+    Every member's name is checked; no other member is read."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    with _open_zip(zip_path) as archive:
+        members = [(m, _member_path(m)) for m in archive.infolist()]
+        prefix = (*_package_prefix(members), PACKAGE)
+        n = len(prefix)
+        chosen = [(m, p) for m, p in members
+                  if p[:n] == prefix and len(p) > n and not any(skipped(d) for d in p[n:])]
+        _extract(archive, chosen, dest)
+    return dest.joinpath(*prefix)
 
 
 # ------------------------------------------------------------------ directory submissions
