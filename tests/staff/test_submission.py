@@ -87,7 +87,7 @@ def graded(handout, folder_zip, tmp_path_factory) -> dict:
     graded here: {"cli": (exit code, console, results.json), "whole_folder": GradeReport}."""
     tmp = tmp_path_factory.mktemp("graded")
     results = tmp / "results.json"
-    cli = subprocess.Popen([sys.executable, "-m", "cs336_basics.cli", "grade", str(handout / "submission.zip"),
+    cli = subprocess.Popen([sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(handout / "submission.zip"),
                             "--results", str(results)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
     report = grade(folder_zip, TEST_CONFIG)
