@@ -1,17 +1,18 @@
-"""`cs336`: the course's command line. `main(argv, add_commands)` lets another entry point
-add subcommands to the ones here."""
+"""`cs336`: the course's command line, `status` and `submit`. `main(argv, add_commands)` lets
+another entry point (the staff's, cs336_basics/staff/cli.py) add subcommands to these."""
 
 import argparse
 import sys
 from collections.abc import Callable
 
-from cs336_basics import generate_cli, status
+from cs336_basics import generate_cli, status, submit
 
 
 def main(argv: list[str] | None = None, add_commands: Callable | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cs336", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     status.add_command(commands)
+    submit.add_command(commands)
     generate_cli.add_command(commands)
     if add_commands is not None:
         add_commands(commands)

@@ -226,12 +226,12 @@ def test_handout_dev_group_has_only_what_the_shipped_tests_need(handout):
     assert set(pyproject["dependency-groups"]) == {"dev"}
 
 
-def test_handout_cli_offers_only_status(handout):
+def test_handout_cli_offers_only_status_and_submit(handout):
     code = "from cs336_basics.cli import main; main(['--help'])"
     done = subprocess.run([sys.executable, "-c", code], cwd=handout, env=dict(os.environ, PYTHONPATH=str(handout)),
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "{status}" in done.stdout
+    assert "{status,submit}" in done.stdout
     scripts = tomllib.loads((handout / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"cs336": "cs336_basics.cli:main"}
 

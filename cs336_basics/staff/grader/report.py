@@ -24,6 +24,17 @@ def _shares(report: GradeReport) -> list[float]:
     return shares
 
 
+def cannot_grade(report: GradeReport) -> str | None:
+    """Why nothing could be graded, when every test failed with one and the same message (the
+    submission was refused, or did not import): that message's first line, else None. It then
+    opens results.json's `output`, the first thing Gradescope shows, and the console summary."""
+    outputs = {r.output for r in report.results}
+    if not report.results or any(r.passed for r in report.results) or len(outputs) != 1:
+        return None
+    line = _headline(outputs.pop())
+    return line[:1].upper() + line[1:]
+
+
 def to_gradescope(report: GradeReport) -> dict:
     tests = [
         {
@@ -42,6 +53,8 @@ def to_gradescope(report: GradeReport) -> dict:
         "Hidden tests are shown once grades are published. Each component's points are shared "
         "equally by its test cases, public and hidden."
     )
+    if (why := cannot_grade(report)) is not None:
+        output = f"{why}\n{output}"
     return {
         "score": round(sum(t["score"] for t in tests), 4),
         "output": output,
@@ -83,4 +96,6 @@ def summary_table(report: GradeReport) -> str:
         passed = f"{sum(r.passed for r in pub):>3}/{len(pub):<2} {sum(r.passed for r in hid):>3}/{len(hid):<2}"
         lines.append(f"{component:<18} {passed} {score:>6.2f}/{points:<6g}  {why}")
     lines.append(f"{'total':<32} {report.score:>6.2f}/{report.max_score:<6g}  ({report.seconds:.1f} s)")
+    if (why := cannot_grade(report)) is not None:
+        lines.append(f"not graded: {why}")
     return "\n".join(lines)
