@@ -130,6 +130,30 @@ raise RuntimeError("PROBE" + json.dumps(seen) + "PROBE")
 """
 
 
+# A stub package (the untouched handout) whose import-time code hands the grader its own adapters,
+# computed by the PyTorch built-ins.
+REPLACES_ADAPTERS = """
+import sys as _sys, types as _types
+import torch as _torch
+
+_fake = _types.ModuleType("adapters")
+_fake.run_linear = lambda d_in, d_out, weights, in_features: _torch.nn.functional.linear(in_features, weights)
+_fake.run_silu = lambda in_features: _torch.nn.functional.silu(in_features)
+_fake.run_softmax = lambda in_features, dim: _torch.softmax(in_features, dim)
+_fake.run_embedding = lambda vocab_size, d_model, weights, token_ids: weights[token_ids]
+_sys.modules["adapters"] = _fake
+"""
+# A stub package whose import-time code points its own stateless kernels at the built-ins.
+PATCHES_BACK_BUILTINS = """
+import torch as _torch
+from cs336_basics.nn import functional as _f
+
+_f.silu = lambda x: _torch.ops.aten.silu(x)
+_f.gelu = _torch.nn.functional.gelu
+_f.softmax = lambda x, dim=-1: x.softmax(dim)
+"""
+
+
 def write_results_cheat(targets: list[Path]) -> str:
     fake = json.dumps({"score": 1000, "tests": []})
     linger = (f"import time\nfor _ in range(200):\n    for p in {[str(t) for t in targets]!r}:\n"
@@ -169,6 +193,12 @@ def build_samples(tmp: Path) -> dict[str, Path]:
     samples = {"handout": tmp / "handout", "reference": tmp / "reference"}
     samples["partial"] = sample(tmp, "partial", lambda r: r.component in ("linear", "silu", "rmsnorm"))
     samples["reference_zip"] = Path(shutil.make_archive(str(tmp / "reference_zip"), "zip", tmp, "reference"))
+    root = samples["builtin_silu"] = sample(tmp, "builtin_silu")
+    replace_region(root, "functional.silu", "return torch.nn.functional.silu(x)\n")
+    root = samples["replaces_adapters"] = shutil.copytree(tmp / "handout", tmp / "replaces_adapters")
+    append(root, "cs336_basics/__init__.py", REPLACES_ADAPTERS)
+    root = samples["patches_back_builtins"] = shutil.copytree(tmp / "handout", tmp / "patches_back_builtins")
+    append(root, "cs336_basics/nn/__init__.py", PATCHES_BACK_BUILTINS)
     root = samples["import_error"] = sample(tmp, "import_error")
     swiglu = root / "cs336_basics/nn/modules/swiglu.py"
     swiglu.write_text("import cs336_no_such_module  # noqa\n" + swiglu.read_text())
@@ -307,6 +337,28 @@ def test_grader_early_exit_loses_only_that_component(graded):
 
 
 # ------------------------------------------------------------------ cheats
+
+
+def test_grader_component_calling_its_builtin_scores_zero_naming_it(graded):
+    report = graded["builtin_silu"]
+    scores = report.component_scores()
+    assert scores["silu"] == 0
+    assert all("F.silu" in o and "aten.silu" in o for o in outputs(report, "silu"))
+    assert {c: scores[c] for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")} == {
+        c: float(POINTS[c]) for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")}
+
+
+def test_grader_stub_replacing_the_adapters_module_scores_zero(graded):
+    report = graded["replaces_adapters"]
+    assert report.score == 0
+    assert all("replaced the grader's adapters module" in r.output for r in report.results)
+
+
+def test_grader_stub_pointing_its_kernels_at_builtins_scores_zero(graded):
+    report = graded["patches_back_builtins"]
+    assert report.score == 0
+    for component, name in (("silu", "aten.silu"), ("gelu", "F.gelu"), ("softmax", "Tensor.softmax")):
+        assert all(name in o for o in outputs(report, component)), outputs(report, component)
 
 
 def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from cs336_basics.builtin_guard import explain, forbidden_calls
 from cs336_basics.fixture_io import Fixture, load_fixture
 from cs336_basics.staff.grader import sandbox
 from cs336_basics.staff.grader.cases import ADAPTERS, REPO, GradedCase, graded_cases
@@ -88,12 +89,26 @@ def judge(case: GradedCase, fixture: Fixture, run: ComponentRun, uid: int | None
         out = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except Exception as e:  # noqa: BLE001 - any malformed file
         return False, f"{fixture.adapter}: the output could not be read back ({type(e).__name__})"
-    if isinstance(out, dict) and isinstance(out.get("error"), str):
+    if not isinstance(out, dict):
+        return False, f"{fixture.adapter}: the saved output is not what the grader wrote"
+    if isinstance(out.get("error"), str):
         error = out["error"].rstrip()
+        if out.get("tampered") is True:
+            return False, f"{fixture.adapter} was not graded: {error}"
         if any(s in error for s in OUT_OF_MEMORY):
             return False, (f"{fixture.adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
                            f"of address space, PyTorch included):\n{error}")
         return False, f"{fixture.adapter} raised an exception:\n{error}"
+    calls, operators = out.get("calls"), out.get("operators")
+    if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls) and isinstance(operators, int)):
+        return False, f"{fixture.adapter}: the saved output is not what the grader wrote"
+    banned = forbidden_calls(case.component, calls)
+    if banned:
+        return False, explain(case.component, banned)
+    if operators <= 0:
+        return False, (f"{fixture.adapter}: the grader saw no PyTorch operator run while computing this case "
+                       "(its call recording was bypassed), so the output cannot be graded")
+    out = out.get("output")
     if not isinstance(out, torch.Tensor):
         return False, f"{fixture.adapter} returned a {type(out).__name__}, not a torch.Tensor"
     if out.layout != torch.strided or out.is_quantized:

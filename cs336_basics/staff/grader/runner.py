@@ -22,7 +22,8 @@ from cs336_basics.staff.grader.worker import WorkerJob, main
 
 POLL_S = 0.02
 _CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(["torch", "numpy", "einops", "jaxtyping", "safetensors"])
+# torch._dynamo: the builtin guard's TorchDispatchMode imports it on its first operator (3 s)
+_CONTEXT.set_forkserver_preload(["torch", "torch._dynamo", "numpy", "einops", "jaxtyping", "safetensors"])
 
 
 def start_forkserver() -> None:

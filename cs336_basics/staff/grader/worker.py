@@ -13,13 +13,21 @@ an expected value: the grader compares, in its own process.
 import importlib
 import os
 import sys
+import threading
 import traceback
+import types
 from dataclasses import dataclass
 
+from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
 
 MAX_ERROR_CHARS = 2000
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
+MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
+
+
+class Tampered(Exception):
+    """The submission's code changed the adapters or the call recorder: nothing it returns is graded."""
 
 
 @dataclass(frozen=True)
@@ -58,33 +66,91 @@ def _forget_inherited_modules(code_dir: str) -> None:
     sys.dont_write_bytecode = True
 
 
+def _pristine_adapters(code_dir: str):
+    """tests/adapters.py compiled from the grader's copy before any student code runs: a fresh
+    module (never looked up in sys.modules) and the code object each of its functions must have."""
+    path = os.path.join(code_dir, "adapters.py")
+    with open(path) as f:
+        code = compile(f.read(), "adapters.py", "exec")
+    module = types.ModuleType("adapters")
+    module.__file__ = path
+    expected = {c.co_name: c for c in code.co_consts if isinstance(c, types.CodeType)}
+    return code, module, expected
+
+
+def _check_adapters(namespace: dict, expected: dict, functions: dict) -> None:
+    """Every adapter function is the one compiled from the grader's copy and still in its module."""
+    for name, code in expected.items():
+        fn = functions.get(name)
+        if type(fn) is not types.FunctionType or fn.__code__ is not code or namespace.get(name) is not fn:
+            raise Tampered(f"the grader's adapter {name} was replaced by your package's code")
+
+
+def _check_recorder(recorder_type, methods: dict) -> None:
+    for cls, name, fn, code in methods:
+        if cls.__dict__.get(name) is not fn or fn.__code__ is not code:
+            raise Tampered("the grader's call recorder was replaced by your package's code")
+
+
 def main(job: WorkerJob) -> None:
+    guard = _guard  # held in a local: the module is dropped from sys.modules below
+    recorder_methods = [(cls, name, cls.__dict__[name], cls.__dict__[name].__code__)
+                        for cls, name in ((guard.CallRecorder, "__enter__"), (guard.CallRecorder, "__exit__"),
+                                          (guard._FunctionRecorder, "__torch_function__"),
+                                          (guard._DispatchRecorder, "__torch_dispatch__"))]
     notes = enter(job.spec, job.log_path, job.cpu_seconds)
     import torch
 
     torch.set_num_threads(1)
     progress = open("progress", "a", buffering=1)
     progress.write("".join(f"note {n}\n" for n in notes))
+    code, module, expected = _pristine_adapters(job.code_dir)
     _forget_inherited_modules(job.code_dir)
+    sys.modules["adapters"] = module
+    threads = threading.active_count()
     try:
-        adapters = importlib.import_module("adapters")
+        exec(code, module.__dict__)  # imports the submission's package: its import-time code runs here
     except BaseException as e:  # noqa: BLE001 - anything the student's import raises, SystemExit included
         with open("import_error.txt", "w") as f:
             f.write(_error_text(e, job.code_dir))
         progress.write("import-failed\n")
         return
+    functions = {name: module.__dict__.get(name) for name in expected}
+    tampered = None
+    try:
+        _check_adapters(module.__dict__, expected, functions)
+        _check_recorder(guard.CallRecorder, recorder_methods)
+        if sys.modules.get("adapters") is not module:
+            raise Tampered("your package replaced the grader's adapters module (sys.modules['adapters'])")
+    except Tampered as e:
+        tampered = str(e)
     progress.write("ready\n")
     for component, cases in job.cases:
         for case, adapter in cases:
             kwargs = torch.load(os.path.join(job.inputs_dir, f"{case}.pt"), weights_only=True)
+            result: dict = {}
             try:
-                out = getattr(adapters, adapter)(**kwargs)
+                if tampered:
+                    raise Tampered(tampered)
+                _check_adapters(module.__dict__, expected, functions)
+                _check_recorder(guard.CallRecorder, recorder_methods)
+                recorder = guard.CallRecorder()
+                with recorder:
+                    out = functions[adapter](**kwargs)
+                _check_adapters(module.__dict__, expected, functions)
+                _check_recorder(guard.CallRecorder, recorder_methods)
+                if threading.active_count() > threads:
+                    raise Tampered("your code started a thread; graded code must run in the thread that calls it")
+                result["calls"] = sorted(recorder.calls)[:MAX_CALLS]
+                result["operators"] = recorder.operators
                 if isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
-                    result = {"error": f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"}
+                    result["error"] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
                 elif isinstance(out, torch.Tensor):
-                    result = out.detach().cpu().clone().as_subclass(torch.Tensor)
+                    result["output"] = out.detach().cpu().clone().as_subclass(torch.Tensor)
                 else:
-                    result = {"error": f"{adapter} returned a {type(out).__name__}, not a torch.Tensor"}
+                    result["error"] = f"{adapter} returned a {type(out).__name__}, not a torch.Tensor"
+            except Tampered as e:
+                result = {"error": str(e), "tampered": True}
             except BaseException as e:  # noqa: BLE001
                 result = {"error": _error_text(e, job.code_dir)}
             torch.save(result, f"{case}.pt")
