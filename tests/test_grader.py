@@ -8,6 +8,7 @@ results.json, exiting early) all target the embedding component, which no other 
 uses, so a cheat costs exactly its points.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -154,6 +155,33 @@ _f.softmax = lambda x, dim=-1: x.softmax(dim)
 """
 
 
+# Every input the embedding kernel sees, as a digest, goes into every later failure message (silu
+# raises with them) and into the worker's stdout and torch.save'd outputs.
+LEAKS_INPUTS = """
+import hashlib, os, sys
+_SEEN = []
+_save = torch.save
+
+
+def _leaky_save(obj, f, *args, **kwargs):
+    if isinstance(obj, dict) and isinstance(obj.get("error"), str):
+        obj = dict(obj, error=obj["error"] + " LEAK " + " ".join(_SEEN))
+    return _save(obj, f, *args, **kwargs)
+
+
+torch.save = _leaky_save
+"""
+LEAK_EMBEDDING = """
+_SEEN.append("SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16])
+print(" ".join(_SEEN), flush=True)
+return weight[token_ids]
+"""
+
+
+def input_digest(token_ids) -> str:
+    return "SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16]
+
+
 def write_results_cheat(targets: list[Path]) -> str:
     fake = json.dumps({"score": 1000, "tests": []})
     linger = (f"import time\nfor _ in range(200):\n    for p in {[str(t) for t in targets]!r}:\n"
@@ -199,6 +227,8 @@ def build_samples(tmp: Path) -> dict[str, Path]:
     append(root, "cs336_basics/__init__.py", REPLACES_ADAPTERS)
     root = samples["patches_back_builtins"] = shutil.copytree(tmp / "handout", tmp / "patches_back_builtins")
     append(root, "cs336_basics/nn/__init__.py", PATCHES_BACK_BUILTINS)
+    root = samples["leaks_inputs"] = cheat(tmp, "leaks_inputs", LEAK_EMBEDDING, LEAKS_INPUTS)
+    replace_region(root, "functional.silu", 'raise RuntimeError("LEAK " + " ".join(_SEEN))\n')
     root = samples["import_error"] = sample(tmp, "import_error")
     swiglu = root / "cs336_basics/nn/modules/swiglu.py"
     swiglu.write_text("import cs336_no_such_module  # noqa\n" + swiglu.read_text())
@@ -306,7 +336,8 @@ def test_grader_zip_of_reference_scores_full_marks(graded):
 def test_grader_import_error_scores_zero_and_says_why(graded):
     report = graded["import_error"]
     assert report.score == 0
-    assert all("No module named 'cs336_no_such_module'" in r.output for r in report.results)
+    assert all("No module named 'cs336_no_such_module'" in r.output for r in report.results if not r.case.hidden)
+    assert all(r.output.endswith("failed (the public tests show why)") for r in report.results if r.case.hidden)
 
 
 def test_grader_infinite_loop_loses_only_that_component(graded):
@@ -333,7 +364,8 @@ def test_grader_memory_hog_loses_only_that_component(graded):
 def test_grader_early_exit_loses_only_that_component(graded):
     report = graded["exits_early"]
     assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
-    assert all("exited with code 0" in o for o in outputs(report, CHEATED))
+    assert all("exited with code 0" in o for o in outputs(report, CHEATED, hidden=False))
+    assert all("ended while running embedding" in o for o in outputs(report, CHEATED, hidden=True))
 
 
 # ------------------------------------------------------------------ cheats
@@ -343,7 +375,8 @@ def test_grader_component_calling_its_builtin_scores_zero_naming_it(graded):
     report = graded["builtin_silu"]
     scores = report.component_scores()
     assert scores["silu"] == 0
-    assert all("F.silu" in o and "aten.silu" in o for o in outputs(report, "silu"))
+    assert all("F.silu" in o and "aten.silu" in o for o in outputs(report, "silu", hidden=False))
+    assert all("called a PyTorch built-in silu may not use" in o for o in outputs(report, "silu", hidden=True))
     assert {c: scores[c] for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")} == {
         c: float(POINTS[c]) for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")}
 
@@ -351,14 +384,15 @@ def test_grader_component_calling_its_builtin_scores_zero_naming_it(graded):
 def test_grader_stub_replacing_the_adapters_module_scores_zero(graded):
     report = graded["replaces_adapters"]
     assert report.score == 0
-    assert all("replaced the grader's adapters module" in r.output for r in report.results)
+    assert all("replaced the grader's adapters module" in r.output for r in report.results if not r.case.hidden)
+    assert all("changed the grader's adapters" in r.output for r in report.results if r.case.hidden)
 
 
 def test_grader_stub_pointing_its_kernels_at_builtins_scores_zero(graded):
     report = graded["patches_back_builtins"]
     assert report.score == 0
     for component, name in (("silu", "aten.silu"), ("gelu", "F.gelu"), ("softmax", "Tensor.softmax")):
-        assert all(name in o for o in outputs(report, component)), outputs(report, component)
+        assert all(name in o for o in outputs(report, component, hidden=False))
 
 
 def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
@@ -369,7 +403,7 @@ def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
 def test_grader_reading_fixture_files_finds_nothing(graded):
     report = graded["reads_fixtures"]
     assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
-    assert all("no fixture matched among 0 found" in o for o in outputs(report, CHEATED))
+    assert all("no fixture matched among 0 found" in o for o in outputs(report, CHEATED, hidden=False))
 
 
 def test_grader_patching_the_comparison_changes_nothing(graded):
@@ -431,9 +465,23 @@ def test_grader_results_json_lists_every_test_with_max_score(graded, name):
 
 def test_grader_hidden_failures_do_not_show_expected_values(graded):
     report = graded["patches_comparison"]
-    assert all("expected" not in o and "worst at" not in o for o in outputs(report, CHEATED, hidden=True))
-    assert all("max scaled error" in o and "abs error" not in o for o in outputs(report, CHEATED, hidden=True))
+    assert all(o.endswith(f"off by more than the tolerance {c.tol:.1e}")
+               for c, o in ((r.case, r.output) for r in report.results if r.case.component == CHEATED and r.case.hidden))
     assert all("worst at index" in o for o in outputs(report, CHEATED, hidden=False))
+
+
+def test_grader_no_hidden_input_reaches_results_json(graded):
+    from cs336_basics.fixture_io import load_fixture
+
+    report = graded["leaks_inputs"]
+    text = json.dumps(to_gradescope(report))
+    cases = [c for c in graded_cases(CONFIG.components) if c.component == CHEATED]
+    digests = {c.hidden: [] for c in cases}
+    for c in cases:
+        digests[c.hidden].append(input_digest(load_fixture(c.path.stem, c.path.parent).kwargs["token_ids"]))
+    assert all(d in text for d in digests[False])  # the control: the leak works for what a worker may show
+    assert not any(d in text for d in digests[True])
+    assert all(o == "run_silu raised RuntimeError" for o in outputs(report, "silu", hidden=True))
 
 
 def test_grader_unsafe_zip_scores_zero_with_a_message(graded):

@@ -88,9 +88,13 @@ def _exit_text(code: int | None) -> str:
 class Runner:
     """Runs components in order in as few workers as possible; see run()."""
 
-    def __init__(self, sandbox_root: Path, log_dir: Path, code_dir: Path, inputs_dir: Path, spec: sandbox.SandboxSpec):
+    def __init__(self, sandbox_root: Path, log_dir: Path, code_dir: Path, inputs_dir: Path, spec: sandbox.SandboxSpec,
+                 reveal: bool = True):
         self.root, self.log_dir, self.code_dir, self.inputs_dir = sandbox_root, log_dir, code_dir, inputs_dir
         self.spec = spec
+        # False for workers that saw hidden inputs: their messages hold no text the student's code
+        # produced (no output tail, no exit code, no import error), only fixed sentences
+        self.reveal = reveal
         self.notes: list[str] = []
         self.workers = 0  # started so far
         self.seconds: dict[str, float] = {}  # wall time of the first startup and of each finished component
@@ -143,7 +147,8 @@ class Runner:
                         self.notes.append(line[5:])
                     elif line == "import-failed":
                         error = (read_worker_file(home / "import_error.txt", self.spec.uid) or b"").decode(errors="replace")
-                        message = "importing your cs336_basics package failed:\n" + error.strip()
+                        message = ("importing your cs336_basics package failed:\n" + error.strip() if self.reveal
+                                   else "importing your cs336_basics package failed (the public tests show why)")
                         return {c: ComponentRun(False, message) for c, _ in plan}
                     elif line == "ready" and not ready:
                         self.seconds.setdefault("startup", time.monotonic() - (deadline - self.spec.limits.startup_s))
@@ -165,16 +170,19 @@ class Runner:
 
     def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: Path) -> dict[str, ComponentRun]:
         """Before `ready` every remaining component fails; after it, only the one that was running."""
-        limits, tail = self.spec.limits, log_tail(log)
+        limits, tail = self.spec.limits, log_tail(log) if self.reveal else ""
         tail = f"\nlast lines of its output:\n{tail}" if tail else ""
         if not ready:
             what = (f"did not finish importing your package within {limits.startup_s:g} s" if exitcode is None
-                    else f"{_exit_text(exitcode)} while importing your package")
+                    else f"{_exit_text(exitcode)} while importing your package" if self.reveal
+                    else "ended while importing your package")
             return {c: ComponentRun(False, f"the grading process {what}; no component could run.{tail}") for c in rest}
         component = rest[0]
         if exitcode is None:
             message = (f"{component} did not finish within the time limit of {limits.time_per_component_s:g} s "
                        f"(an infinite loop?); it was stopped and scores 0.")
+        elif not self.reveal:
+            message = f"the grading process ended while running {component}, before finishing it."
         else:
             message = (f"the grading process {_exit_text(exitcode)} while running {component}, before finishing "
                        f"it (did your code call exit() or os._exit()?).")

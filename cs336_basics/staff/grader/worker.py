@@ -152,6 +152,6 @@ def main(job: WorkerJob) -> None:
             except Tampered as e:
                 result = {"error": str(e), "tampered": True}
             except BaseException as e:  # noqa: BLE001
-                result = {"error": _error_text(e, job.code_dir)}
+                result = {"error": _error_text(e, job.code_dir), "error_type": type(e).__name__}
             torch.save(result, f"{case}.pt")
         progress.write(f"done {component}\n")
