@@ -178,6 +178,29 @@ return weight[token_ids]
 """
 
 
+# silu forges the worker's files: staff notes in its progress file, embedding's saved outputs
+# (a huge error text with terminal escapes, a forged note line and a lone surrogate; a header
+# claiming a huge tensor; a 60 MB file), then raises with the same text.
+HOSTILE_TEXT = """
+import json, os
+BAD = "y" * 50_000 + "\\x1b[2J\\x1b[31mRED\\x1b[0m\\nnote: FORGED-TEXT\\n\\ud800 end"
+with open("progress", "a") as f:
+    f.write("note FORGED-PROGRESS\\n")
+names = sorted(n for n in os.listdir(".") if n.startswith("embedding"))
+for i, name in enumerate(names):
+    torch.save({"error": BAD}, name)  # the format the grader used to read
+    if name.endswith(".safetensors"):
+        if i == 1:
+            header = {"output": {"dtype": "F64", "shape": [2**40], "data_offsets": [0, 2**43]}}
+        else:
+            header = {"__metadata__": {"error": BAD}}
+        raw = json.dumps(header).encode()
+        with open(name, "wb") as f:
+            f.write(len(raw).to_bytes(8, "little") + raw + (b"\\0" * (60 * 2**20) if i == 2 else b""))
+raise RuntimeError(BAD)
+"""
+
+
 def input_digest(token_ids) -> str:
     return "SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16]
 
@@ -229,6 +252,8 @@ def build_samples(tmp: Path) -> dict[str, Path]:
     append(root, "cs336_basics/nn/__init__.py", PATCHES_BACK_BUILTINS)
     root = samples["leaks_inputs"] = cheat(tmp, "leaks_inputs", LEAK_EMBEDDING, LEAKS_INPUTS)
     replace_region(root, "functional.silu", 'raise RuntimeError("LEAK " + " ".join(_SEEN))\n')
+    root = samples["hostile_text"] = sample(tmp, "hostile_text")
+    replace_region(root, "functional.silu", HOSTILE_TEXT)
     root = samples["import_error"] = sample(tmp, "import_error")
     swiglu = root / "cs336_basics/nn/modules/swiglu.py"
     swiglu.write_text("import cs336_no_such_module  # noqa\n" + swiglu.read_text())
@@ -482,6 +507,25 @@ def test_grader_no_hidden_input_reaches_results_json(graded):
     assert all(d in text for d in digests[False])  # the control: the leak works for what a worker may show
     assert not any(d in text for d in digests[True])
     assert all(o == "run_silu raised RuntimeError" for o in outputs(report, "silu", hidden=True))
+
+
+def test_grader_worker_text_is_plain_bounded_and_never_a_staff_note(graded, tmp_path):
+    from cs336_basics.staff.grader.report import MAX_RESULTS_BYTES, summary_table
+    from cs336_basics.staff.grader.sanitize import MAX_OUTPUT_CHARS
+
+    report = graded["hostile_text"]
+    raw = write_results(report, tmp_path / "results.json").read_bytes()
+    assert len(raw) <= MAX_RESULTS_BYTES
+    data = json.loads(raw.decode("utf-8"))  # strict UTF-8
+    texts = [t["output"] for t in data["tests"]]
+    assert all(len(t) <= MAX_OUTPUT_CHARS for t in texts)
+    assert not any(ch in t for t in texts for ch in ("\x1b", "\ud800"))
+    assert any("FORGED-TEXT" in t for t in texts)  # the text is shown, made plain
+    assert not any("FORGED" in n for n in report.notes)
+    assert "\x1b" not in summary_table(report)
+    assert report.component_scores()["silu"] == 0
+    scores = report.component_scores()
+    assert {c: scores[c] for c in ("linear", "gelu", "softmax")} == {c: float(POINTS[c]) for c in ("linear", "gelu", "softmax")}
 
 
 def test_grader_unsafe_zip_scores_zero_with_a_message(graded):

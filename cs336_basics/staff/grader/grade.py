@@ -11,7 +11,8 @@
 
 import builtins
 import functools
-import io
+import json
+import math
 import os
 import secrets
 import shutil
@@ -19,11 +20,11 @@ import sys
 import tempfile
 import time
 import traceback
-import zipfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+import safetensors.torch
 import torch
 
 from cs336_basics.builtin_guard import explain, forbidden_calls
@@ -32,6 +33,7 @@ from cs336_basics.staff.grader import sandbox
 from cs336_basics.staff.grader.cases import ADAPTERS, REPO, GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.runner import ComponentRun, Runner, read_worker_file
+from cs336_basics.staff.grader.sanitize import clean
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
 from cs336_basics.testing import compare
 
@@ -69,13 +71,37 @@ class GradeReport:
         return {c: float(sum(r.score for r in self.results if r.case.component == c)) for c in self.points}
 
 
-def _plain_zip(raw: bytes, limit: int) -> bool:
-    """torch.save's format: a zip of uncompressed members (so no zip bomb can unpack in the grader)."""
+MAX_HEADER_BYTES = 1 << 16  # a safetensors header: one tensor's entry, the calls recorded, an error text
+
+
+def read_output(raw: bytes, numel: int) -> tuple[dict[str, str], torch.Tensor | None] | None:
+    """(metadata, the `output` tensor or None) of a worker's safetensors file, or None if it is not
+    one the worker could have written: data, never objects (no pickle, no torch.load)."""
+    if len(raw) < 8:
+        return None
+    n = int.from_bytes(raw[:8], "little")
+    if n > MAX_HEADER_BYTES or 8 + n > len(raw):
+        return None
     try:
-        members = zipfile.ZipFile(io.BytesIO(raw)).infolist()
-    except zipfile.BadZipFile:
-        return False
-    return all(m.compress_type == zipfile.ZIP_STORED for m in members) and sum(m.file_size for m in members) <= limit
+        header = json.loads(raw[8:8 + n])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(header, dict) or set(header) - {"__metadata__", "output"}:
+        return None
+    meta = header.get("__metadata__", {})
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        return None
+    entry = header.get("output")
+    if entry is not None:
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if not (isinstance(shape, list) and all(isinstance(d, int) and 0 <= d <= numel for d in shape)
+                and math.prod(shape) <= numel):
+            return None  # not the expected size: never materialised
+    try:
+        tensors = safetensors.torch.load(raw)
+    except Exception:  # noqa: BLE001 - any malformed file
+        return None
+    return meta, tensors.get("output")
 
 
 def judge(case: GradedCase, fixture: Fixture, run: ComponentRun, uid: int | None, memory_mb: int) -> tuple[bool, str]:
@@ -83,37 +109,36 @@ def judge(case: GradedCase, fixture: Fixture, run: ComponentRun, uid: int | None
     sentences: it never holds text the student's code produced, nor values derived from its inputs."""
     if not run.finished:
         return False, run.message  # a hidden worker's run messages are fixed already (Runner.reveal)
-    limit = 2**20 + 16 * fixture.expected.numel()  # the expected tensor in float64, plus room for an error text
-    raw = read_worker_file(run.home / f"{case.name}.pt", uid, limit=limit + 1)
+    numel = fixture.expected.numel()
+    limit = 8 + MAX_HEADER_BYTES + 8 * numel  # checked before reading: a larger file is not read at all
+    raw = read_worker_file(run.home / f"{case.name}.safetensors", uid, limit=limit + 1)
     if raw is None:
         return False, f"{fixture.adapter}: no output was saved for this case"
-    if len(raw) > limit or not _plain_zip(raw, limit):
+    parsed = read_output(raw, numel) if len(raw) <= limit else None
+    if parsed is None:
         return False, f"{fixture.adapter}: the saved output is not what the grader wrote (too large or malformed)"
-    try:
-        out = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
-    except Exception as e:  # noqa: BLE001 - any malformed file
-        return False, f"{fixture.adapter}: the output could not be read back ({type(e).__name__})"
-    if not isinstance(out, dict):
-        return False, f"{fixture.adapter}: the saved output is not what the grader wrote"
-    return _verdict(case, fixture, out, memory_mb)
+    return _verdict(case, fixture, *parsed, memory_mb)
 
 
-def _verdict(case: GradedCase, fixture: Fixture, out: dict, memory_mb: int) -> tuple[bool, str]:
+def _verdict(case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int) -> tuple[bool, str]:
     adapter, hidden = fixture.adapter, case.hidden
-    if isinstance(out.get("error"), str):
-        error = out["error"].rstrip()
-        if out.get("tampered") is True:
+    if "error" in meta:
+        error = clean(meta["error"]).rstrip()
+        if meta.get("tampered") == "1":
             return False, f"{adapter} was not graded: " + (
                 "your code changed the grader's adapters or its call recorder" if hidden else error)
         if any(s in error for s in OUT_OF_MEMORY):
             return False, (f"{adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
                            f"of address space, PyTorch included)" + ("" if hidden else f":\n{error}"))
         if hidden:
-            etype = out.get("error_type")
+            etype = meta.get("error_type")
             return False, f"{adapter} raised {etype if etype in BUILTIN_EXCEPTIONS else 'an exception'}"
         return False, f"{adapter} raised an exception:\n{error}"
-    calls, operators = out.get("calls"), out.get("operators")
-    if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls) and isinstance(operators, int)):
+    try:
+        calls, operators = json.loads(meta["calls"]), int(meta["operators"])
+    except (KeyError, ValueError):
+        calls, operators = None, 0
+    if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls)):
         return False, f"{adapter}: the saved output is not what the grader wrote"
     banned = forbidden_calls(case.component, calls)
     if banned:
@@ -122,11 +147,8 @@ def _verdict(case: GradedCase, fixture: Fixture, out: dict, memory_mb: int) -> t
     if operators <= 0:
         return False, (f"{adapter}: the grader saw no PyTorch operator run while computing this case "
                        "(its call recording was bypassed), so the output cannot be graded")
-    out = out.get("output")
     if not isinstance(out, torch.Tensor):
-        return False, f"{adapter} did not return a torch.Tensor"
-    if out.layout != torch.strided or out.is_quantized:
-        return False, f"{adapter} did not return a dense (strided) tensor"
+        return False, f"{adapter}: the saved output holds no tensor"
     result = compare(out, fixture.expected, case.tol, fixture.out_dtype, reveal_values=not hidden)
     if hidden:  # a fixed sentence: counts, sizes and shapes of a wrong output could carry the inputs' values
         if result.ok:
@@ -251,13 +273,16 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
         plan = [p for p in plan if p[1]]
         try:
             runs = runner.run(plan)
-            verdicts |= {c.name: _judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
-                         for c in part}
+            deadline = time.monotonic() + config.limits.judge_s
+            for c in part:
+                verdicts[c.name] = (_judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
+                                    if time.monotonic() < deadline else
+                                    (False, f"not checked: the grader's {config.limits.judge_s:g} s for checking outputs ran out"))
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
             print(traceback.format_exc(), file=sys.stderr)
             report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
             verdicts |= {c.name: (False, "the grader failed internally; course staff have the details") for c in part}
-        report.notes += [n for n in dict.fromkeys(runner.notes) if n not in report.notes]
+        report.notes += [clean(n, 500) for n in dict.fromkeys(runner.notes) if clean(n, 500) not in report.notes]
         workers += runner.workers
         seconds |= {f"{c} ({name})": t for c, t in runner.seconds.items()}
     report.notes.append(f"{workers} grading process(es) started; seconds per component: "

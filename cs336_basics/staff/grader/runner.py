@@ -5,7 +5,9 @@ and go on with a fresh worker for the components still to run.
 Workers are forked by a multiprocessing forkserver that has imported torch (one per grader
 process, shared by all submissions it grades), so a worker starts in milliseconds instead of
 the seconds `import torch` takes. The forkserver never runs student code. Nothing a worker
-sends is unpickled: progress is a text file and outputs are read with weights_only=True.
+sends is unpickled: progress is a text file (only its exact `ready`/`done`/`import-failed` lines
+count; staff notes come from a file the worker wrote as root), outputs are safetensors files
+(grade.read_output) and every text is cleaned and capped (sanitize.py).
 """
 
 import dataclasses
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics.staff.grader import sandbox
+from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean, decode
 from cs336_basics.staff.grader.worker import WorkerJob, main
 
 POLL_S = 0.02
@@ -57,6 +60,10 @@ def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes
         return f.read(limit)
 
 
+MAX_PROGRESS_BYTES = 1 << 16  # `ready`, `done <component>`, ...: a few hundred bytes
+MAX_NOTES_BYTES = 1 << 12
+
+
 def log_tail(path: Path, lines: int = 12, chars: int = 1500) -> str:
     """The last lines of a worker's stdout and stderr (shown with a timeout or a crash)."""
     try:
@@ -66,8 +73,8 @@ def log_tail(path: Path, lines: int = 12, chars: int = 1500) -> str:
             text = f.read().decode(errors="replace")
     except OSError:
         return ""
-    tail = "\n".join(text.strip().splitlines()[-lines:])
-    return tail[-chars:]
+    tail = "\n".join(clean(text).strip().splitlines()[-lines:])
+    return clean(tail, chars)
 
 
 def _exit_text(code: int | None) -> str:
@@ -140,19 +147,19 @@ class Runner:
             while len(runs) < len(plan):
                 process.join(POLL_S)
                 alive = process.is_alive()
-                lines = (read_worker_file(home / "progress", self.spec.uid) or b"").decode(errors="replace").split("\n")
+                raw = read_worker_file(home / "progress", self.spec.uid, limit=MAX_PROGRESS_BYTES)
+                lines = (raw or b"").decode(errors="replace").split("\n")
                 for line in (lines[:-1] if alive else lines)[seen:]:  # a live worker's last line may be partial
                     seen += 1
-                    if line.startswith("note "):
-                        self.notes.append(line[5:])
-                    elif line == "import-failed":
-                        error = (read_worker_file(home / "import_error.txt", self.spec.uid) or b"").decode(errors="replace")
+                    if line == "import-failed":
+                        error = decode(read_worker_file(home / "import_error.txt", self.spec.uid, limit=4 * MAX_TEXT_CHARS))
                         message = ("importing your cs336_basics package failed:\n" + error.strip() if self.reveal
                                    else "importing your cs336_basics package failed (the public tests show why)")
                         return {c: ComponentRun(False, message) for c, _ in plan}
                     elif line == "ready" and not ready:
                         self.seconds.setdefault("startup", time.monotonic() - (deadline - self.spec.limits.startup_s))
                         ready, deadline = True, time.monotonic() + self.spec.limits.time_per_component_s
+                        self.notes += self._sandbox_notes(home)
                         self.notes.append("sandbox: " + sandbox.describe(process.pid, self.spec))
                     elif ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}":
                         runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
@@ -167,6 +174,13 @@ class Runner:
             sandbox.kill_group(process.pid)
             sandbox.kill_user(self.spec.uid)
             process.join(5)
+
+    def _sandbox_notes(self, home: Path) -> list[str]:
+        """The worker's notes on its sandbox, from the file it wrote as root before running student code."""
+        raw = read_worker_file(home / sandbox.NOTES_FILE, None if self.spec.uid is None else 0, limit=MAX_NOTES_BYTES)
+        if raw is None:
+            return ["sandbox: the worker's notes on its sandbox are missing"]
+        return [clean(line, 300) for line in raw.decode(errors="replace").splitlines() if line.strip()]
 
     def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: Path) -> dict[str, ComponentRun]:
         """Before `ready` every remaining component fails; after it, only the one that was running."""

@@ -130,6 +130,16 @@ def _limit(which: int, value: int) -> None:
     resource.setrlimit(which, (value, value))
 
 
+NOTES_FILE = "sandbox-notes"  # in the worker's home, written before the user switch: owned by root
+
+
+def _write_notes(home: str, notes: list[str]) -> None:
+    """The notes for staff, in a file the worker's user cannot write (progress lines can be forged)."""
+    fd = os.open(os.path.join(home, NOTES_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(f"{n}\n" for n in notes))
+
+
 def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
     """Isolate this process as described in the module docstring. Returns notes on any
     protection that could not be set up (the grader reports them)."""
@@ -157,6 +167,7 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
             _chroot(libc, spec.new_root, spec.visible)
         except OSError as e:
             notes.append(f"no private root: staff files are hidden by their permissions only ({e})")
+    _write_notes(spec.home, notes)
     os.environ.clear()
     os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec.home, TMPDIR="/tmp", LANG="C.UTF-8",
                       OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
