@@ -41,6 +41,7 @@ POINTS = CONFIG.points
 TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=3, startup_s=30))
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
+LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
 
 
 def scores_if_only(*working: str) -> dict[str, float]:
@@ -201,6 +202,58 @@ raise RuntimeError(BAD)
 """
 
 
+# Ways out of the containment, tried once per worker: a vsock socket, the virtualenv's lock, 256 MB
+# written to its home and /tmp, a double-forked setsid sleeper and a process whose main thread
+# exited while another thread lives (both named LINGER_COMM); reported in the exception.
+ESCAPES = """
+global _ESCAPED
+import ctypes, fcntl, json, os, socket, sys, threading, time
+if "_ESCAPED" in globals():
+    return weight[token_ids]
+_ESCAPED = seen = {}
+try:
+    socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM).close()
+    seen["vsock"] = "created"
+except OSError as e:
+    seen["vsock"] = e.errno
+try:
+    fd = os.open(sys.prefix + "/.lock", os.O_RDWR)
+    seen["lock_rw"] = "opened"
+except OSError as e:
+    seen["lock_rw"] = e.errno
+    fd = os.open(sys.prefix + "/.lock", os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+seen["lock_inode"] = os.fstat(fd).st_ino
+seen["disk_mb"] = 0
+for d in (os.environ["HOME"], "/tmp"):
+    for i in range(8):
+        try:
+            with open(f"{d}/fill{i}", "wb") as f:
+                f.write(b"\\0" * (16 << 20))
+            seen["disk_mb"] += 16
+        except OSError:
+            break
+for d in (os.environ["HOME"], "/tmp"):  # so that the worker can still save its outputs
+    for i in range(8):
+        if os.path.exists(f"{d}/fill{i}"):
+            os.remove(f"{d}/fill{i}")
+name = lambda: ctypes.CDLL(None).prctl(15, b"LINGER_COMM", 0, 0, 0)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        name()
+        while True:
+            time.sleep(0.05)
+    os._exit(0)
+if os.fork() == 0:
+    os.setsid()
+    threading.Thread(target=lambda: (name(), [time.sleep(0.05) for _ in iter(int, 1)])).start()
+    time.sleep(0.2)
+    ctypes.CDLL(None).pthread_exit(None)
+raise RuntimeError("ESCAPES" + json.dumps(seen) + "ESCAPES")
+""".replace("LINGER_COMM", LINGER_COMM)
+
+
 def input_digest(token_ids) -> str:
     return "SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16]
 
@@ -254,6 +307,7 @@ def build_samples(tmp: Path) -> dict[str, Path]:
     replace_region(root, "functional.silu", 'raise RuntimeError("LEAK " + " ".join(_SEEN))\n')
     root = samples["hostile_text"] = sample(tmp, "hostile_text")
     replace_region(root, "functional.silu", HOSTILE_TEXT)
+    samples["escapes"] = cheat(tmp, "escapes", ESCAPES)
     root = samples["import_error"] = sample(tmp, "import_error")
     swiglu = root / "cs336_basics/nn/modules/swiglu.py"
     swiglu.write_text("import cs336_no_such_module  # noqa\n" + swiglu.read_text())
@@ -488,6 +542,53 @@ def test_grader_results_json_lists_every_test_with_max_score(graded, name):
         assert test["output"]
 
 
+def _escapes(graded) -> dict:
+    output = outputs(graded["escapes"], CHEATED, hidden=False)[0]
+    return json.loads(re.search(r"ESCAPES(\{.*\})ESCAPES", output).group(1))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_worker_cannot_open_other_socket_families(graded):
+    import errno
+
+    assert _escapes(graded)["vsock"] == errno.EAFNOSUPPORT
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_worker_cannot_write_or_lock_the_virtualenv(graded):
+    seen = _escapes(graded)
+    assert seen["lock_rw"] != "opened"
+    assert seen["lock_inode"] != os.stat(Path(sys.prefix) / ".lock").st_ino
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_worker_writes_at_most_its_tmpfs_sizes(graded):
+    assert _escapes(graded)["disk_mb"] <= CONFIG.limits.disk_mb + 16  # its home, and /tmp (16 MB)
+
+
+def _threads_named(comm: str) -> list[str]:
+    found = []
+    for path in Path("/proc").glob("[0-9]*/task/*/comm"):
+        try:
+            if path.read_text().strip() == comm:
+                found.append(str(path))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_kills_setsid_double_forks_and_zombie_leaders_with_live_threads(graded):
+    import time
+
+    assert "disk_mb" in _escapes(graded)  # the sample ran
+    for _ in range(40):  # the kernel tears a PID namespace down asynchronously
+        if not _threads_named(LINGER_COMM):
+            break
+        time.sleep(0.05)
+    assert not _threads_named(LINGER_COMM)
+
+
 def test_grader_hidden_failures_do_not_show_expected_values(graded):
     report = graded["patches_comparison"]
     assert all(o.endswith(f"off by more than the tolerance {c.tol:.1e}")
@@ -580,6 +681,7 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     inbox.mkdir()
     shutil.copytree(samples["partial"], inbox / "alice")
     shutil.copy(samples["reference_zip"], inbox / "bob.zip")
+    shutil.copytree(samples["escapes"], inbox / "carol")  # fills its disk space while the others are graded
     reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=TEST_CONFIG,
                         echo=lambda line: None)
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
@@ -587,7 +689,7 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score"])
     assert rows[1].startswith("alice,") and rows[1].endswith(f",{partial:g},{CONFIG.max_score:g}")
     assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g}")
-    assert [r.score for r in reports] == [partial, CONFIG.max_score]
+    assert [r.score for r in reports[:2]] == [partial, CONFIG.max_score]
     assert json.loads((tmp_path / "results" / "alice.json").read_text())["score"] == partial
     assert json.loads((tmp_path / "results" / "bob.zip.json").read_text())["score"] == CONFIG.max_score
 

@@ -16,6 +16,8 @@ class Limits:
     judge_s: int | float = 30  # the grader's own time to check one pass's outputs (each is size-capped)
     memory_mb: int = 4500  # RLIMIT_AS of a worker (see grading.toml for the measurement)
     file_mb: int = 64  # RLIMIT_FSIZE: largest file a worker may write
+    disk_mb: int = 64  # the worker's writable home: a tmpfs this large (root only)
+    disk_inodes: int = 1024  # ... holding at most this many files and directories
     processes: int = 64  # RLIMIT_NPROC of the worker's user (root only)
 
 

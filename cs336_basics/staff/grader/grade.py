@@ -282,6 +282,8 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
             print(traceback.format_exc(), file=sys.stderr)
             report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
             verdicts |= {c.name: (False, "the grader failed internally; course staff have the details") for c in part}
+        finally:
+            sandbox.unmount_under(root / name)  # the workers' homes (tmpfs), read by now
         report.notes += [clean(n, 500) for n in dict.fromkeys(runner.notes) if clean(n, 500) not in report.notes]
         workers += runner.workers
         seconds |= {f"{c} ({name})": t for c, t in runner.seconds.items()}

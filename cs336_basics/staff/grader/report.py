@@ -102,7 +102,7 @@ def summary_table(report: GradeReport) -> str:
         hid = [r for r in rows if r.case.hidden]
         score = float(sum(r.score for r in rows))
         failed = next((r for r in rows if not r.passed), None)
-        why = f"{failed.case.name}: {clean(_headline(clean(failed.output)), 70)}" if failed else ""
+        why = f"{failed.case.name}: {_headline(clean(failed.output))[:70]}" if failed else ""
         passed = f"{sum(r.passed for r in pub):>3}/{len(pub):<2} {sum(r.passed for r in hid):>3}/{len(hid):<2}"
         lines.append(f"{component:<18} {passed} {score:>6.2f}/{points:<6g}  {why}")
     lines.append(f"{'total':<32} {report.score:>6.2f}/{report.max_score:<6g}  ({report.seconds:.1f} s)")

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import signal
 import stat
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,8 @@ def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes
         return f.read(limit)
 
 
+_HOST_PATHS = sorted({(str(Path(__file__).resolve().parents[3]), "<grader>"), (sys.prefix, "<python>"),
+                      (sys.base_prefix, "<python>")}, key=lambda p: -len(p[0]))
 MAX_PROGRESS_BYTES = 1 << 16  # `ready`, `done <component>`, ...: a few hundred bytes
 MAX_NOTES_BYTES = 1 << 12
 
@@ -73,6 +76,8 @@ def log_tail(path: Path, lines: int = 12, chars: int = 1500) -> str:
             text = f.read().decode(errors="replace")
     except OSError:
         return ""
+    for path, name in _HOST_PATHS:  # no host path in a message a student sees
+        text = text.replace(path, name)
     tail = "\n".join(clean(text).strip().splitlines()[-lines:])
     return clean(tail, chars)
 
@@ -127,6 +132,8 @@ class Runner:
         home.mkdir(mode=0o700)
         if self.spec.uid is not None:
             os.chown(home, self.spec.uid, self.spec.uid)
+        if self.spec.isolate and not sandbox.mount_home(home, self.spec.uid, self.spec.limits):
+            self.notes.append("disk not limited: no tmpfs for the worker's home (needs root)")
         limits = self.spec.limits
         cpu = int(limits.startup_s + limits.time_per_component_s * len(plan)) + 5
         job = WorkerJob(dataclasses.replace(self.spec, home=str(home)), str(log), str(self.code_dir),

@@ -157,6 +157,9 @@ def main(job: WorkerJob) -> None:
             try:
                 save_file(tensors, f"{case}.safetensors", metadata=meta)
             except Exception as e:  # noqa: BLE001 - e.g. a dtype safetensors cannot store
-                meta = {"error": f"{adapter} returned a tensor the grader cannot store ({type(e).__name__})"}
-                save_file({}, f"{case}.safetensors", metadata=meta)
+                meta = {"error": f"{adapter}: its output could not be saved ({type(e).__name__}; a full disk?)"}
+                try:
+                    save_file({}, f"{case}.safetensors", metadata=meta)
+                except Exception:  # noqa: BLE001 - the grader reports "no output was saved"
+                    pass
         progress.write(f"done {component}\n")
