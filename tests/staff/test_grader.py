@@ -8,6 +8,7 @@ results.json, exiting early) all target the embedding component, which no other 
 uses, so a cheat costs exactly its points.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -41,6 +42,7 @@ POINTS = CONFIG.points
 TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=3, startup_s=30))
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
+LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
 
 
 def scores_if_only(*working: str) -> dict[str, float]:
@@ -131,6 +133,132 @@ raise RuntimeError("PROBE" + json.dumps(seen) + "PROBE")
 """
 
 
+# A stub package (the untouched handout) whose import-time code hands the grader its own adapters,
+# computed by the PyTorch built-ins.
+REPLACES_ADAPTERS = """
+import sys as _sys, types as _types
+import torch as _torch
+
+_fake = _types.ModuleType("adapters")
+_fake.run_linear = lambda d_in, d_out, weights, in_features: _torch.nn.functional.linear(in_features, weights)
+_fake.run_silu = lambda in_features: _torch.nn.functional.silu(in_features)
+_fake.run_softmax = lambda in_features, dim: _torch.softmax(in_features, dim)
+_fake.run_embedding = lambda vocab_size, d_model, weights, token_ids: weights[token_ids]
+_sys.modules["adapters"] = _fake
+"""
+# A stub package whose import-time code points its own stateless kernels at the built-ins.
+PATCHES_BACK_BUILTINS = """
+import torch as _torch
+from cs336_basics.nn import functional as _f
+
+_f.silu = lambda x: _torch.ops.aten.silu(x)
+_f.gelu = _torch.nn.functional.gelu
+_f.softmax = lambda x, dim=-1: x.softmax(dim)
+"""
+
+
+# Every input the embedding kernel sees, as a digest, goes into every later failure message (silu
+# raises with them) and into the worker's stdout and torch.save'd outputs.
+LEAKS_INPUTS = """
+import hashlib, os, sys
+_SEEN = []
+_save = torch.save
+
+
+def _leaky_save(obj, f, *args, **kwargs):
+    if isinstance(obj, dict) and isinstance(obj.get("error"), str):
+        obj = dict(obj, error=obj["error"] + " LEAK " + " ".join(_SEEN))
+    return _save(obj, f, *args, **kwargs)
+
+
+torch.save = _leaky_save
+"""
+LEAK_EMBEDDING = """
+_SEEN.append("SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16])
+print(" ".join(_SEEN), flush=True)
+return weight[token_ids]
+"""
+
+
+# silu forges the worker's files: staff notes in its progress file, embedding's saved outputs
+# (a huge error text with terminal escapes, a forged note line and a lone surrogate; a header
+# claiming a huge tensor; a 60 MB file), then raises with the same text.
+HOSTILE_TEXT = """
+import json, os
+BAD = "y" * 50_000 + "\\x1b[2J\\x1b[31mRED\\x1b[0m\\nnote: FORGED-TEXT\\n\\ud800 end"
+with open("progress", "a") as f:
+    f.write("note FORGED-PROGRESS\\n")
+names = sorted(n for n in os.listdir(".") if n.startswith("embedding"))
+for i, name in enumerate(names):
+    torch.save({"error": BAD}, name)  # the format the grader used to read
+    if name.endswith(".safetensors"):
+        if i == 1:
+            header = {"output": {"dtype": "F64", "shape": [2**40], "data_offsets": [0, 2**43]}}
+        else:
+            header = {"__metadata__": {"error": BAD}}
+        raw = json.dumps(header).encode()
+        with open(name, "wb") as f:
+            f.write(len(raw).to_bytes(8, "little") + raw + (b"\\0" * (60 * 2**20) if i == 2 else b""))
+raise RuntimeError(BAD)
+"""
+
+
+# Ways out of the containment, tried once per worker: a vsock socket, the virtualenv's lock, 256 MB
+# written to its home and /tmp, a double-forked setsid sleeper and a process whose main thread
+# exited while another thread lives (both named LINGER_COMM); reported in the exception.
+ESCAPES = """
+global _ESCAPED
+import ctypes, fcntl, json, os, socket, sys, threading, time
+if "_ESCAPED" in globals():
+    return weight[token_ids]
+_ESCAPED = seen = {}
+try:
+    socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM).close()
+    seen["vsock"] = "created"
+except OSError as e:
+    seen["vsock"] = e.errno
+try:
+    fd = os.open(sys.prefix + "/.lock", os.O_RDWR)
+    seen["lock_rw"] = "opened"
+except OSError as e:
+    seen["lock_rw"] = e.errno
+    fd = os.open(sys.prefix + "/.lock", os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+seen["lock_inode"] = os.fstat(fd).st_ino
+seen["disk_mb"] = 0
+for d in (os.environ["HOME"], "/tmp"):
+    for i in range(8):
+        try:
+            with open(f"{d}/fill{i}", "wb") as f:
+                f.write(b"\\0" * (16 << 20))
+            seen["disk_mb"] += 16
+        except OSError:
+            break
+for d in (os.environ["HOME"], "/tmp"):  # so that the worker can still save its outputs
+    for i in range(8):
+        if os.path.exists(f"{d}/fill{i}"):
+            os.remove(f"{d}/fill{i}")
+name = lambda: ctypes.CDLL(None).prctl(15, b"LINGER_COMM", 0, 0, 0)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        name()
+        while True:
+            time.sleep(0.05)
+    os._exit(0)
+if os.fork() == 0:
+    os.setsid()
+    threading.Thread(target=lambda: (name(), [time.sleep(0.05) for _ in iter(int, 1)])).start()
+    time.sleep(0.2)
+    ctypes.CDLL(None).pthread_exit(None)
+raise RuntimeError("ESCAPES" + json.dumps(seen) + "ESCAPES")
+""".replace("LINGER_COMM", LINGER_COMM)
+
+
+def input_digest(token_ids) -> str:
+    return "SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16]
+
+
 def write_results_cheat(targets: list[Path]) -> str:
     fake = json.dumps({"score": 1000, "tests": []})
     linger = (f"import time\nfor _ in range(200):\n    for p in {[str(t) for t in targets]!r}:\n"
@@ -170,6 +298,17 @@ def build_samples(tmp: Path) -> dict[str, Path]:
     samples = {"handout": tmp / "handout", "reference": tmp / "reference"}
     samples["partial"] = sample(tmp, "partial", lambda r: r.component in ("linear", "silu", "rmsnorm"))
     samples["reference_zip"] = Path(shutil.make_archive(str(tmp / "reference_zip"), "zip", tmp, "reference"))
+    root = samples["builtin_silu"] = sample(tmp, "builtin_silu")
+    replace_region(root, "functional.silu", "return torch.nn.functional.silu(x)\n")
+    root = samples["replaces_adapters"] = shutil.copytree(tmp / "handout", tmp / "replaces_adapters")
+    append(root, "cs336_basics/__init__.py", REPLACES_ADAPTERS)
+    root = samples["patches_back_builtins"] = shutil.copytree(tmp / "handout", tmp / "patches_back_builtins")
+    append(root, "cs336_basics/nn/__init__.py", PATCHES_BACK_BUILTINS)
+    root = samples["leaks_inputs"] = cheat(tmp, "leaks_inputs", LEAK_EMBEDDING, LEAKS_INPUTS)
+    replace_region(root, "functional.silu", 'raise RuntimeError("LEAK " + " ".join(_SEEN))\n')
+    root = samples["hostile_text"] = sample(tmp, "hostile_text")
+    replace_region(root, "functional.silu", HOSTILE_TEXT)
+    samples["escapes"] = cheat(tmp, "escapes", ESCAPES)
     root = samples["import_error"] = sample(tmp, "import_error")
     swiglu = root / "cs336_basics/nn/modules/swiglu.py"
     swiglu.write_text("import cs336_no_such_module  # noqa\n" + swiglu.read_text())
@@ -277,7 +416,8 @@ def test_grader_zip_of_reference_scores_full_marks(graded):
 def test_grader_import_error_scores_zero_and_says_why(graded):
     report = graded["import_error"]
     assert report.score == 0
-    assert all("No module named 'cs336_no_such_module'" in r.output for r in report.results)
+    assert all("No module named 'cs336_no_such_module'" in r.output for r in report.results if not r.case.hidden)
+    assert all(r.output.endswith("failed (the public tests show why)") for r in report.results if r.case.hidden)
 
 
 def test_grader_infinite_loop_loses_only_that_component(graded):
@@ -304,10 +444,35 @@ def test_grader_memory_hog_loses_only_that_component(graded):
 def test_grader_early_exit_loses_only_that_component(graded):
     report = graded["exits_early"]
     assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
-    assert all("exited with code 0" in o for o in outputs(report, CHEATED))
+    assert all("exited with code 0" in o for o in outputs(report, CHEATED, hidden=False))
+    assert all("ended while running embedding" in o for o in outputs(report, CHEATED, hidden=True))
 
 
 # ------------------------------------------------------------------ cheats
+
+
+def test_grader_component_calling_its_builtin_scores_zero_naming_it(graded):
+    report = graded["builtin_silu"]
+    scores = report.component_scores()
+    assert scores["silu"] == 0
+    assert all("F.silu" in o and "aten.silu" in o for o in outputs(report, "silu", hidden=False))
+    assert all("called a PyTorch built-in silu may not use" in o for o in outputs(report, "silu", hidden=True))
+    assert {c: scores[c] for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")} == {
+        c: float(POINTS[c]) for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")}
+
+
+def test_grader_stub_replacing_the_adapters_module_scores_zero(graded):
+    report = graded["replaces_adapters"]
+    assert report.score == 0
+    assert all("replaced the grader's adapters module" in r.output for r in report.results if not r.case.hidden)
+    assert all("changed the grader's adapters" in r.output for r in report.results if r.case.hidden)
+
+
+def test_grader_stub_pointing_its_kernels_at_builtins_scores_zero(graded):
+    report = graded["patches_back_builtins"]
+    assert report.score == 0
+    for component, name in (("silu", "aten.silu"), ("gelu", "F.gelu"), ("softmax", "Tensor.softmax")):
+        assert all(name in o for o in outputs(report, component, hidden=False))
 
 
 def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
@@ -318,7 +483,7 @@ def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
 def test_grader_reading_fixture_files_finds_nothing(graded):
     report = graded["reads_fixtures"]
     assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
-    assert all("no fixture matched among 0 found" in o for o in outputs(report, CHEATED))
+    assert all("no fixture matched among 0 found" in o for o in outputs(report, CHEATED, hidden=False))
 
 
 def test_grader_patching_the_comparison_changes_nothing(graded):
@@ -378,11 +543,91 @@ def test_grader_results_json_lists_every_test_with_max_score(graded, name):
         assert test["output"]
 
 
+def _escapes(graded) -> dict:
+    output = outputs(graded["escapes"], CHEATED, hidden=False)[0]
+    return json.loads(re.search(r"ESCAPES(\{.*\})ESCAPES", output).group(1))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_worker_cannot_open_other_socket_families(graded):
+    import errno
+
+    assert _escapes(graded)["vsock"] == errno.EAFNOSUPPORT
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_worker_cannot_write_or_lock_the_virtualenv(graded):
+    seen = _escapes(graded)
+    assert seen["lock_rw"] != "opened"
+    assert seen["lock_inode"] != os.stat(Path(sys.prefix) / ".lock").st_ino
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_worker_writes_at_most_its_tmpfs_sizes(graded):
+    assert _escapes(graded)["disk_mb"] <= CONFIG.limits.disk_mb + 16  # its home, and /tmp (16 MB)
+
+
+def _threads_named(comm: str) -> list[str]:
+    found = []
+    for path in Path("/proc").glob("[0-9]*/task/*/comm"):
+        try:
+            if path.read_text().strip() == comm:
+                found.append(str(path))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_kills_setsid_double_forks_and_zombie_leaders_with_live_threads(graded):
+    import time
+
+    assert "disk_mb" in _escapes(graded)  # the sample ran
+    for _ in range(40):  # the kernel tears a PID namespace down asynchronously
+        if not _threads_named(LINGER_COMM):
+            break
+        time.sleep(0.05)
+    assert not _threads_named(LINGER_COMM)
+
+
 def test_grader_hidden_failures_do_not_show_expected_values(graded):
     report = graded["patches_comparison"]
-    assert all("expected" not in o and "worst at" not in o for o in outputs(report, CHEATED, hidden=True))
-    assert all("max scaled error" in o and "abs error" not in o for o in outputs(report, CHEATED, hidden=True))
+    assert all(o.endswith(f"off by more than the tolerance {c.tol:.1e}")
+               for c, o in ((r.case, r.output) for r in report.results if r.case.component == CHEATED and r.case.hidden))
     assert all("worst at index" in o for o in outputs(report, CHEATED, hidden=False))
+
+
+def test_grader_no_hidden_input_reaches_results_json(graded):
+    from cs336_basics.fixture_io import load_fixture
+
+    report = graded["leaks_inputs"]
+    text = json.dumps(to_gradescope(report))
+    cases = [c for c in graded_cases(CONFIG.components) if c.component == CHEATED]
+    digests = {c.hidden: [] for c in cases}
+    for c in cases:
+        digests[c.hidden].append(input_digest(load_fixture(c.path.stem, c.path.parent).kwargs["token_ids"]))
+    assert all(d in text for d in digests[False])  # the control: the leak works for what a worker may show
+    assert not any(d in text for d in digests[True])
+    assert all(o == "run_silu raised RuntimeError" for o in outputs(report, "silu", hidden=True))
+
+
+def test_grader_worker_text_is_plain_bounded_and_never_a_staff_note(graded, tmp_path):
+    from cs336_basics.staff.grader.report import MAX_RESULTS_BYTES, summary_table
+    from cs336_basics.staff.grader.sanitize import MAX_OUTPUT_CHARS
+
+    report = graded["hostile_text"]
+    raw = write_results(report, tmp_path / "results.json").read_bytes()
+    assert len(raw) <= MAX_RESULTS_BYTES
+    data = json.loads(raw.decode("utf-8"))  # strict UTF-8
+    texts = [t["output"] for t in data["tests"]]
+    assert all(len(t) <= MAX_OUTPUT_CHARS for t in texts)
+    assert not any(ch in t for t in texts for ch in ("\x1b", "\ud800"))
+    assert any("FORGED-TEXT" in t for t in texts)  # the text is shown, made plain
+    assert not any("FORGED" in n for n in report.notes)
+    assert "\x1b" not in summary_table(report)
+    assert report.component_scores()["silu"] == 0
+    scores = report.component_scores()
+    assert {c: scores[c] for c in ("linear", "gelu", "softmax")} == {c: float(POINTS[c]) for c in ("linear", "gelu", "softmax")}
 
 
 def test_grader_unsafe_zip_scores_zero_with_a_message(graded):
@@ -435,6 +680,7 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     inbox.mkdir()
     shutil.copytree(samples["partial"], inbox / "alice")
     shutil.copy(samples["reference_zip"], inbox / "bob.zip")
+    shutil.copytree(samples["escapes"], inbox / "carol")  # fills its disk space while the others are graded
     reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=TEST_CONFIG,
                         echo=lambda line: None)
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
@@ -442,7 +688,7 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score"])
     assert rows[1].startswith("alice,") and rows[1].endswith(f",{partial:g},{CONFIG.max_score:g}")
     assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g}")
-    assert [r.score for r in reports] == [partial, CONFIG.max_score]
+    assert [r.score for r in reports[:2]] == [partial, CONFIG.max_score]
     assert json.loads((tmp_path / "results" / "alice.json").read_text())["score"] == partial
     assert json.loads((tmp_path / "results" / "bob.zip.json").read_text())["score"] == CONFIG.max_score
 

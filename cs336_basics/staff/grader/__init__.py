@@ -6,6 +6,7 @@
     sandbox.py     what a worker may do: limits, no network, hidden files, its own user
     worker.py      the child process that runs student code on the inputs
     runner.py      the grader's side of the workers: timing, killing, restarting
+    sanitize.py    worker text made plain and short before any message, results.json or console
     grade.py       grade one submission: prepare, run, compare (in the grader), score
     report.py      Gradescope results.json and the console table
     gradebook.py   grade a directory of submissions in parallel; CSV gradebook

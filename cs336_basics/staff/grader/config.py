@@ -13,8 +13,11 @@ class Limits:
     time_per_component_s: int | float = 60  # wall clock for all of a component's cases
     startup_s: int | float = 60  # start a worker and import the submission
     total_s: int | float = 480  # all components together: stay under the Gradescope timeout
+    judge_s: int | float = 30  # the grader's own time to check one pass's outputs (each is size-capped)
     memory_mb: int = 4500  # RLIMIT_AS of a worker (see grading.toml for the measurement)
     file_mb: int = 64  # RLIMIT_FSIZE: largest file a worker may write
+    disk_mb: int = 64  # the worker's writable home: a tmpfs this large (root only)
+    disk_inodes: int = 1024  # ... holding at most this many files and directories
     processes: int = 64  # RLIMIT_NPROC of the worker's user (root only)
 
 

@@ -9,8 +9,10 @@
     5. score: a component's points are shared equally by its cases.
 """
 
+import builtins
 import functools
-import io
+import json
+import math
 import os
 import secrets
 import shutil
@@ -18,22 +20,26 @@ import sys
 import tempfile
 import time
 import traceback
-import zipfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+import safetensors.torch
 import torch
 
+from cs336_basics.builtin_guard import explain, forbidden_calls
 from cs336_basics.fixture_io import Fixture, load_fixture
 from cs336_basics.staff.grader import sandbox
 from cs336_basics.staff.grader.cases import ADAPTERS, REPO, GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.runner import ComponentRun, Runner, read_worker_file
+from cs336_basics.staff.grader.sanitize import clean
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
 from cs336_basics.testing import compare
 
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "out of memory")
+# the exception types a hidden case's message may name: a student's own class name could carry data
+BUILTIN_EXCEPTIONS = frozenset(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException))
 
 
 @dataclass
@@ -65,52 +71,104 @@ class GradeReport:
         return {c: float(sum(r.score for r in self.results if r.case.component == c)) for c in self.points}
 
 
-def _plain_zip(raw: bytes, limit: int) -> bool:
-    """torch.save's format: a zip of uncompressed members (so no zip bomb can unpack in the grader)."""
+MAX_HEADER_BYTES = 1 << 16  # a safetensors header: one tensor's entry, the calls recorded, an error text
+
+
+def read_output(raw: bytes, numel: int) -> tuple[dict[str, str], torch.Tensor | None] | None:
+    """(metadata, the `output` tensor or None) of a worker's safetensors file, or None if it is not
+    one the worker could have written: data, never objects (no pickle, no torch.load)."""
+    if len(raw) < 8:
+        return None
+    n = int.from_bytes(raw[:8], "little")
+    if n > MAX_HEADER_BYTES or 8 + n > len(raw):
+        return None
     try:
-        members = zipfile.ZipFile(io.BytesIO(raw)).infolist()
-    except zipfile.BadZipFile:
-        return False
-    return all(m.compress_type == zipfile.ZIP_STORED for m in members) and sum(m.file_size for m in members) <= limit
+        header = json.loads(raw[8:8 + n])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(header, dict) or set(header) - {"__metadata__", "output"}:
+        return None
+    meta = header.get("__metadata__", {})
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        return None
+    entry = header.get("output")
+    if entry is not None:
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if not (isinstance(shape, list) and all(isinstance(d, int) and 0 <= d <= numel for d in shape)
+                and math.prod(shape) <= numel):
+            return None  # not the expected size: never materialised
+    try:
+        tensors = safetensors.torch.load(raw)
+    except Exception:  # noqa: BLE001 - any malformed file
+        return None
+    return meta, tensors.get("output")
 
 
 def judge(case: GradedCase, fixture: Fixture, run: ComponentRun, uid: int | None, memory_mb: int) -> tuple[bool, str]:
-    """(passed, what the student sees) for one case."""
+    """(passed, what the student sees) for one case. A hidden case's message is one of a few fixed
+    sentences: it never holds text the student's code produced, nor values derived from its inputs."""
     if not run.finished:
-        return False, run.message
-    limit = 2**20 + 16 * fixture.expected.numel()  # the expected tensor in float64, plus room for an error text
-    raw = read_worker_file(run.home / f"{case.name}.pt", uid, limit=limit + 1)
+        return False, run.message  # a hidden worker's run messages are fixed already (Runner.reveal)
+    numel = fixture.expected.numel()
+    limit = 8 + MAX_HEADER_BYTES + 8 * numel  # checked before reading: a larger file is not read at all
+    raw = read_worker_file(run.home / f"{case.name}.safetensors", uid, limit=limit + 1)
     if raw is None:
         return False, f"{fixture.adapter}: no output was saved for this case"
-    if len(raw) > limit or not _plain_zip(raw, limit):
+    parsed = read_output(raw, numel) if len(raw) <= limit else None
+    if parsed is None:
         return False, f"{fixture.adapter}: the saved output is not what the grader wrote (too large or malformed)"
-    try:
-        out = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
-    except Exception as e:  # noqa: BLE001 - any malformed file
-        return False, f"{fixture.adapter}: the output could not be read back ({type(e).__name__})"
-    if isinstance(out, dict) and isinstance(out.get("error"), str):
-        error = out["error"].rstrip()
+    return _verdict(case, fixture, *parsed, memory_mb)
+
+
+def _verdict(case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int) -> tuple[bool, str]:
+    adapter, hidden = fixture.adapter, case.hidden
+    if "error" in meta:
+        error = clean(meta["error"]).rstrip()
+        if meta.get("tampered") == "1":
+            return False, f"{adapter} was not graded: " + (
+                "your code changed the grader's adapters or its call recorder" if hidden else error)
         if any(s in error for s in OUT_OF_MEMORY):
-            return False, (f"{fixture.adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
-                           f"of address space, PyTorch included):\n{error}")
-        return False, f"{fixture.adapter} raised an exception:\n{error}"
+            return False, (f"{adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
+                           f"of address space, PyTorch included)" + ("" if hidden else f":\n{error}"))
+        if hidden:
+            etype = meta.get("error_type")
+            return False, f"{adapter} raised {etype if etype in BUILTIN_EXCEPTIONS else 'an exception'}"
+        return False, f"{adapter} raised an exception:\n{error}"
+    try:
+        calls, operators = json.loads(meta["calls"]), int(meta["operators"])
+    except (KeyError, ValueError):
+        calls, operators = None, 0
+    if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls)):
+        return False, f"{adapter}: the saved output is not what the grader wrote"
+    banned = forbidden_calls(case.component, calls)
+    if banned:
+        return False, (f"{adapter} called a PyTorch built-in {case.component} may not use (the public tests name it)"
+                       if hidden else explain(case.component, banned))
+    if operators <= 0:
+        return False, (f"{adapter}: the grader saw no PyTorch operator run while computing this case "
+                       "(its call recording was bypassed), so the output cannot be graded")
     if not isinstance(out, torch.Tensor):
-        return False, f"{fixture.adapter} returned a {type(out).__name__}, not a torch.Tensor"
-    if out.layout != torch.strided or out.is_quantized:
-        return False, f"{fixture.adapter} returned a {out.layout} tensor; a dense (strided) tensor is expected"
-    # hidden cases: no index and no got/expected values in the message, only counts and error sizes
-    result = compare(out, fixture.expected, case.tol, fixture.out_dtype, reveal_values=not case.hidden)
+        return False, f"{adapter}: the saved output holds no tensor"
+    result = compare(out, fixture.expected, case.tol, fixture.out_dtype, reveal_values=not hidden)
+    if hidden:  # a fixed sentence: counts, sizes and shapes of a wrong output could carry the inputs' values
+        if result.ok:
+            return True, "passed"
+        if tuple(out.shape) != tuple(fixture.expected.shape):
+            return False, f"{adapter} on case {case.name!r}: wrong shape"
+        if fixture.out_dtype is not None and out.dtype != fixture.out_dtype:
+            return False, f"{adapter} on case {case.name!r}: wrong dtype (the inputs' dtype is expected)"
+        return False, f"{adapter} on case {case.name!r}: off by more than the tolerance {case.tol:.1e}"
     if result.ok:
         return True, f"passed: max scaled error {result.max_scaled_err:.1e} (tolerance {case.tol:.1e})"
-    return False, f"{fixture.adapter} on case {case.name!r}: {result.message}"
+    return False, f"{adapter} on case {case.name!r}: {result.message}"
 
 
-def _judge_safely(*args) -> tuple[bool, str]:
+def _judge_safely(case: GradedCase, *args) -> tuple[bool, str]:
     """judge(), with an output that breaks the comparison failing its case only."""
     try:
-        return judge(*args)
+        return judge(case, *args)
     except Exception as e:  # noqa: BLE001 - a tensor crafted to break compare()
-        return False, f"the output could not be checked ({type(e).__name__}: {str(e)[:200]})"
+        return False, "the output could not be checked" + ("" if case.hidden else f" ({type(e).__name__})")
 
 
 def _readable(root: Path) -> None:
@@ -122,16 +180,22 @@ def _readable(root: Path) -> None:
 
 
 def _prepare(submission: Path, base: Path, cases: list[GradedCase], fixtures: dict[str, Fixture]) -> Path:
-    """The sandbox directory: code/ (the submission's package + pristine adapters.py) and inputs/."""
+    """The sandbox directory: code/ (the submission's package + pristine adapters.py) and inputs/,
+    with the public cases' inputs only (_run adds the hidden ones once no public worker is left)."""
     root = base / secrets.token_hex(16)  # unguessable, in a directory others may enter but not list
     code, inputs = root / "code", root / "inputs"
     inputs.mkdir(parents=True)
     copy_package(unpack(submission, base / "private" / "submission"), code / "cs336_basics")
     shutil.copyfile(ADAPTERS, code / "adapters.py")
-    for case in cases:
-        torch.save(fixtures[case.name].kwargs, inputs / f"{case.name}.pt")
+    _write_inputs(inputs, [c for c in cases if not c.hidden], fixtures)
     _readable(root)
     return root
+
+
+def _write_inputs(inputs: Path, cases: list[GradedCase], fixtures: dict[str, Fixture]) -> None:
+    for case in cases:
+        torch.save(fixtures[case.name].kwargs, inputs / f"{case.name}.pt")
+        os.chmod(inputs / f"{case.name}.pt", 0o644)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -190,20 +254,39 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
 
 
 def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, report: GradeReport) -> dict:
-    new_root = root.parent / "new-root"  # where the worker's private root is mounted (in its namespace only)
-    new_root.mkdir(mode=0o755)
-    spec = sandbox.plan(root, root, new_root, config.limits, config.isolate)
-    runner = Runner(root, private, root / "code", root / "inputs", spec)
-    plan = [(comp, [(c.name, fixtures[c.name].adapter) for c in cases if c.component == comp]) for comp in config.components]
-    try:
-        runs = runner.run(plan)
-        verdicts = {c.name: _judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
-                    for c in cases}
-    except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
-        print(traceback.format_exc(), file=sys.stderr)
-        report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
-        verdicts = {c.name: (False, "the grader failed internally; course staff have the details") for c in cases}
-    report.notes += list(dict.fromkeys(runner.notes))
-    report.notes.append(f"{runner.workers} grading process(es) started; seconds per component: "
-                        + ", ".join(f"{c} {t:.2f}" for c, t in runner.seconds.items()))
+    """Public cases, then hidden ones, in separate workers (each pass with a user id of its own):
+    text a student's code produces reaches a visible message only from a worker that never saw a
+    hidden input, because hidden inputs are written only after every public worker has ended."""
+    verdicts, workers, seconds = {}, 0, {}
+    for hidden in (False, True):
+        part = [c for c in cases if c.hidden == hidden]
+        name = "hidden" if hidden else "public"
+        if hidden:
+            _write_inputs(root / "inputs", part, fixtures)
+        (root / name).mkdir(mode=0o755)
+        new_root = root.parent / f"new-root-{name}"  # where the worker's private root is mounted (in its namespace only)
+        new_root.mkdir(mode=0o755)
+        spec = sandbox.plan(root, root, new_root, config.limits, config.isolate)
+        runner = Runner(root / name, private, root / "code", root / "inputs", spec, reveal=not hidden)
+        plan = [(comp, [(c.name, fixtures[c.name].adapter) for c in part if c.component == comp])
+                for comp in config.components]
+        plan = [p for p in plan if p[1]]
+        try:
+            runs = runner.run(plan)
+            deadline = time.monotonic() + config.limits.judge_s
+            for c in part:
+                verdicts[c.name] = (_judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
+                                    if time.monotonic() < deadline else
+                                    (False, f"not checked: the grader's {config.limits.judge_s:g} s for checking outputs ran out"))
+        except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
+            print(traceback.format_exc(), file=sys.stderr)
+            report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
+            verdicts |= {c.name: (False, "the grader failed internally; course staff have the details") for c in part}
+        finally:
+            sandbox.unmount_under(root / name)  # the workers' homes (tmpfs), read by now
+        report.notes += [clean(n, 500) for n in dict.fromkeys(runner.notes) if clean(n, 500) not in report.notes]
+        workers += runner.workers
+        seconds |= {f"{c} ({name})": t for c, t in runner.seconds.items()}
+    report.notes.append(f"{workers} grading process(es) started; seconds per component: "
+                        + ", ".join(f"{c} {t:.2f}" for c, t in seconds.items()))
     return verdicts

@@ -3,6 +3,11 @@
 results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/): top-level
 `score`, `output`, `tests`; each test has name, score, max_score, status, output and
 visibility: public cases `visible`, hidden ones `after_published`.
+
+Bounded and plain: every test's output is cleaned (sanitize.py) and capped at MAX_OUTPUT_CHARS,
+all of them together at MAX_TOTAL_CHARS (later outputs are then cut to a fixed sentence), so
+results.json is valid UTF-8 JSON of at most MAX_RESULTS_BYTES: 100,000 characters of at most
+4 bytes (2 for a JSON-escaped newline, tab, quote or backslash) plus a few hundred bytes per test.
 """
 
 import json
@@ -11,6 +16,21 @@ import tempfile
 from pathlib import Path
 
 from cs336_basics.staff.grader.grade import GradeReport
+from cs336_basics.staff.grader.sanitize import MAX_OUTPUT_CHARS, MAX_TOTAL_CHARS, clean
+
+MAX_RESULTS_BYTES = 4 * MAX_TOTAL_CHARS + 2**16  # 464 kB: outputs, plus names and numbers of < 1000 tests
+
+
+def _outputs(report: GradeReport) -> list[str]:
+    """Each test's output, clean and capped, the total capped too."""
+    texts, total = [], 0
+    for r in report.results:
+        text = clean(r.output, MAX_OUTPUT_CHARS)
+        if total + len(text) > MAX_TOTAL_CHARS:
+            text = "passed" if r.passed else "output not shown: earlier tests' outputs filled the space for them"
+        total += len(text)
+        texts.append(text)
+    return texts
 
 
 def _shares(report: GradeReport) -> list[float]:
@@ -42,10 +62,10 @@ def to_gradescope(report: GradeReport) -> dict:
             "score": share if r.passed else 0.0,
             "max_score": share,
             "status": "passed" if r.passed else "failed",
-            "output": r.output,
+            "output": output,
             "visibility": "after_published" if r.case.hidden else "visible",
         }
-        for r, share in zip(report.results, _shares(report), strict=True)
+        for r, share, output in zip(report.results, _shares(report), _outputs(report), strict=True)
     ]
     public = [r for r in report.results if not r.case.hidden]
     output = (
@@ -68,9 +88,12 @@ def write_results(report: GradeReport, path: Path) -> Path:
     """Write results.json atomically (a file or link already at path is replaced, never followed)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(to_gradescope(report), indent=2, ensure_ascii=False).encode("utf-8")  # strict: no surrogates
+    if len(data) > MAX_RESULTS_BYTES:
+        raise ValueError(f"results.json would be {len(data)} bytes, over its bound of {MAX_RESULTS_BYTES}")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        json.dump(to_gradescope(report), f, indent=2)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
     return path
@@ -92,7 +115,7 @@ def summary_table(report: GradeReport) -> str:
         hid = [r for r in rows if r.case.hidden]
         score = float(sum(r.score for r in rows))
         failed = next((r for r in rows if not r.passed), None)
-        why = f"{failed.case.name}: {_headline(failed.output)[:70]}" if failed else ""
+        why = f"{failed.case.name}: {_headline(clean(failed.output))[:70]}" if failed else ""
         passed = f"{sum(r.passed for r in pub):>3}/{len(pub):<2} {sum(r.passed for r in hid):>3}/{len(hid):<2}"
         lines.append(f"{component:<18} {passed} {score:>6.2f}/{points:<6g}  {why}")
     lines.append(f"{'total':<32} {report.score:>6.2f}/{report.max_score:<6g}  ({report.seconds:.1f} s)")

@@ -5,7 +5,9 @@ and go on with a fresh worker for the components still to run.
 Workers are forked by a multiprocessing forkserver that has imported torch (one per grader
 process, shared by all submissions it grades), so a worker starts in milliseconds instead of
 the seconds `import torch` takes. The forkserver never runs student code. Nothing a worker
-sends is unpickled: progress is a text file and outputs are read with weights_only=True.
+sends is unpickled: progress is a text file (only its exact `ready`/`done`/`import-failed` lines
+count; staff notes come from a file the worker wrote as root), outputs are safetensors files
+(grade.read_output) and every text is cleaned and capped (sanitize.py).
 """
 
 import dataclasses
@@ -13,16 +15,19 @@ import multiprocessing
 import os
 import signal
 import stat
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics.staff.grader import sandbox
+from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean, decode
 from cs336_basics.staff.grader.worker import WorkerJob, main
 
 POLL_S = 0.02
 _CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(["torch", "numpy", "einops", "jaxtyping", "safetensors"])
+# torch._dynamo: the builtin guard's TorchDispatchMode imports it on its first operator (3 s)
+_CONTEXT.set_forkserver_preload(["torch", "torch._dynamo", "numpy", "einops", "jaxtyping", "safetensors"])
 
 
 def start_forkserver() -> None:
@@ -56,6 +61,12 @@ def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes
         return f.read(limit)
 
 
+_HOST_PATHS = sorted({(str(Path(__file__).resolve().parents[3]), "<grader>"), (sys.prefix, "<python>"),
+                      (sys.base_prefix, "<python>")}, key=lambda p: -len(p[0]))
+MAX_PROGRESS_BYTES = 1 << 16  # `ready`, `done <component>`, ...: a few hundred bytes
+MAX_NOTES_BYTES = 1 << 12
+
+
 def log_tail(path: Path, lines: int = 12, chars: int = 1500) -> str:
     """The last lines of a worker's stdout and stderr (shown with a timeout or a crash)."""
     try:
@@ -65,8 +76,10 @@ def log_tail(path: Path, lines: int = 12, chars: int = 1500) -> str:
             text = f.read().decode(errors="replace")
     except OSError:
         return ""
-    tail = "\n".join(text.strip().splitlines()[-lines:])
-    return tail[-chars:]
+    for path, name in _HOST_PATHS:  # no host path in a message a student sees
+        text = text.replace(path, name)
+    tail = "\n".join(clean(text).strip().splitlines()[-lines:])
+    return clean(tail, chars)
 
 
 def _exit_text(code: int | None) -> str:
@@ -87,9 +100,13 @@ def _exit_text(code: int | None) -> str:
 class Runner:
     """Runs components in order in as few workers as possible; see run()."""
 
-    def __init__(self, sandbox_root: Path, log_dir: Path, code_dir: Path, inputs_dir: Path, spec: sandbox.SandboxSpec):
+    def __init__(self, sandbox_root: Path, log_dir: Path, code_dir: Path, inputs_dir: Path, spec: sandbox.SandboxSpec,
+                 reveal: bool = True):
         self.root, self.log_dir, self.code_dir, self.inputs_dir = sandbox_root, log_dir, code_dir, inputs_dir
         self.spec = spec
+        # False for workers that saw hidden inputs: their messages hold no text the student's code
+        # produced (no output tail, no exit code, no import error), only fixed sentences
+        self.reveal = reveal
         self.notes: list[str] = []
         self.workers = 0  # started so far
         self.seconds: dict[str, float] = {}  # wall time of the first startup and of each finished component
@@ -115,6 +132,8 @@ class Runner:
         home.mkdir(mode=0o700)
         if self.spec.uid is not None:
             os.chown(home, self.spec.uid, self.spec.uid)
+        if self.spec.isolate and not sandbox.mount_home(home, self.spec.uid, self.spec.limits):
+            self.notes.append("disk not limited: no tmpfs for the worker's home (needs root)")
         limits = self.spec.limits
         cpu = int(limits.startup_s + limits.time_per_component_s * len(plan)) + 5
         job = WorkerJob(dataclasses.replace(self.spec, home=str(home)), str(log), str(self.code_dir),
@@ -135,18 +154,19 @@ class Runner:
             while len(runs) < len(plan):
                 process.join(POLL_S)
                 alive = process.is_alive()
-                lines = (read_worker_file(home / "progress", self.spec.uid) or b"").decode(errors="replace").split("\n")
+                raw = read_worker_file(home / "progress", self.spec.uid, limit=MAX_PROGRESS_BYTES)
+                lines = (raw or b"").decode(errors="replace").split("\n")
                 for line in (lines[:-1] if alive else lines)[seen:]:  # a live worker's last line may be partial
                     seen += 1
-                    if line.startswith("note "):
-                        self.notes.append(line[5:])
-                    elif line == "import-failed":
-                        error = (read_worker_file(home / "import_error.txt", self.spec.uid) or b"").decode(errors="replace")
-                        message = "importing your cs336_basics package failed:\n" + error.strip()
+                    if line == "import-failed":
+                        error = decode(read_worker_file(home / "import_error.txt", self.spec.uid, limit=4 * MAX_TEXT_CHARS))
+                        message = ("importing your cs336_basics package failed:\n" + error.strip() if self.reveal
+                                   else "importing your cs336_basics package failed (the public tests show why)")
                         return {c: ComponentRun(False, message) for c, _ in plan}
                     elif line == "ready" and not ready:
                         self.seconds.setdefault("startup", time.monotonic() - (deadline - self.spec.limits.startup_s))
                         ready, deadline = True, time.monotonic() + self.spec.limits.time_per_component_s
+                        self.notes += self._sandbox_notes(home)
                         self.notes.append("sandbox: " + sandbox.describe(process.pid, self.spec))
                     elif ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}":
                         runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
@@ -162,18 +182,28 @@ class Runner:
             sandbox.kill_user(self.spec.uid)
             process.join(5)
 
+    def _sandbox_notes(self, home: Path) -> list[str]:
+        """The worker's notes on its sandbox, from the file it wrote as root before running student code."""
+        raw = read_worker_file(home / sandbox.NOTES_FILE, None if self.spec.uid is None else 0, limit=MAX_NOTES_BYTES)
+        if raw is None:
+            return ["sandbox: the worker's notes on its sandbox are missing"]
+        return [clean(line, 300) for line in raw.decode(errors="replace").splitlines() if line.strip()]
+
     def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: Path) -> dict[str, ComponentRun]:
         """Before `ready` every remaining component fails; after it, only the one that was running."""
-        limits, tail = self.spec.limits, log_tail(log)
+        limits, tail = self.spec.limits, log_tail(log) if self.reveal else ""
         tail = f"\nlast lines of its output:\n{tail}" if tail else ""
         if not ready:
             what = (f"did not finish importing your package within {limits.startup_s:g} s" if exitcode is None
-                    else f"{_exit_text(exitcode)} while importing your package")
+                    else f"{_exit_text(exitcode)} while importing your package" if self.reveal
+                    else "ended while importing your package")
             return {c: ComponentRun(False, f"the grading process {what}; no component could run.{tail}") for c in rest}
         component = rest[0]
         if exitcode is None:
             message = (f"{component} did not finish within the time limit of {limits.time_per_component_s:g} s "
                        f"(an infinite loop?); it was stopped and scores 0.")
+        elif not self.reveal:
+            message = f"the grading process ended while running {component}, before finishing it."
         else:
             message = (f"the grading process {_exit_text(exitcode)} while running {component}, before finishing "
                        f"it (did your code call exit() or os._exit()?).")

@@ -30,15 +30,19 @@ import random
 import resource
 import signal
 import site
+import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cs336_basics.staff.grader import seccomp
 from cs336_basics.staff.grader.config import Limits
 
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
-PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
+SYS_MOUNT_SETATTR, AT_RECURSIVE, MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 442, 0x8000, 1, 2  # same number on x86_64 and arm64
+MNT_DETACH = 2
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
 
 
@@ -98,15 +102,29 @@ def _check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _chroot(libc, new_root: str, visible: tuple[str, ...]) -> None:
+def _read_only(libc, target: str) -> None:
+    """Make the bind mount at target and every mount under it read-only (and nosuid)."""
+    attr = struct.pack("QQQQ", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
+    if libc.syscall(SYS_MOUNT_SETATTR, -100, target.encode(), AT_RECURSIVE, attr, len(attr)) == 0:
+        return
+    # kernels before 5.12: one mount at a time (the submounts of the bind are remounted too)
+    mounts = [line.split()[4] for line in open("/proc/self/mountinfo")]
+    for point in [m for m in mounts if _inside(m, target)]:
+        _check(libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None),
+               f"read-only {point}")
+
+
+def _chroot(libc, new_root: str, visible: tuple[str, ...], home: str) -> None:
     """Build the worker's root on a tmpfs at new_root (system directories and `visible` bound in
-    at their own paths, fresh /tmp and /dev/shm) and chroot into it."""
+    read-only at their own paths, its home bound writable, fresh small /tmp and /dev/shm) and
+    chroot into it."""
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")  # nothing leaks out
     _check(libc.mount(b"tmpfs", new_root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=64m"), "new root")
 
     def scratch(path: str) -> None:  # an empty, private /tmp or /dev/shm, never the host's
         os.makedirs(new_root + path, exist_ok=True)
-        _check(libc.mount(b"tmpfs", (new_root + path).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777,size=64m"), path)
+        _check(libc.mount(b"tmpfs", (new_root + path).encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
+                          b"mode=1777,size=16m,nr_inodes=1024"), path)
 
     scratch("/tmp")  # first: the sandbox directory may be bound under it
     for path in (*SYSTEM_DIRS, *visible):
@@ -119,15 +137,52 @@ def _chroot(libc, new_root: str, visible: tuple[str, ...]) -> None:
             continue
         os.makedirs(target, exist_ok=True)
         _check(libc.mount(path.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {path}")
+        _read_only(libc, target)
         if path == "/dev":
             scratch("/dev/shm")
+    empty = new_root + "/dev/shm/.empty"  # on the worker's own scratch tmpfs
+    with open(empty, "w"):
+        os.chmod(empty, 0o444)
+    for path in visible:  # a virtualenv's world-writable .lock (uv locks it): the worker gets an empty stand-in
+        if os.path.isfile(path + "/.lock") and not os.path.islink(path + "/.lock"):
+            _check(libc.mount(empty.encode(), (new_root + path + "/.lock").encode(), None,
+                              MS_BIND, None), f"mask {path}/.lock")
+            _read_only(libc, new_root + path + "/.lock")
+    if os.path.ismount(home):  # the grader's size- and inode-limited tmpfs: the only writable place but /tmp
+        _check(libc.mount(home.encode(), (new_root + home).encode(), None, MS_BIND, None), "bind the home")
     os.chroot(new_root)
+
+
+def _new_pid_namespace(libc) -> None:
+    """Continue as PID 1 of a new PID namespace: when it ends, the kernel kills every process in
+    it (double forks, setsid, a zombie main thread with live threads). The caller's process stays
+    outside, as root, waits for it and ends the same way."""
+    _check(libc.unshare(CLONE_NEWPID), "unshare the PID namespace")
+    pid = os.fork()
+    if pid:
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        if code < 0:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(code & 0xFF)
+    _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
 
 
 def _limit(which: int, value: int) -> None:
     soft, hard = resource.getrlimit(which)
     value = value if hard == resource.RLIM_INFINITY else min(value, hard)
     resource.setrlimit(which, (value, value))
+
+
+NOTES_FILE = "sandbox-notes"  # in the worker's home, written before the user switch: owned by root
+
+
+def _write_notes(home: str, notes: list[str]) -> None:
+    """The notes for staff, in a file the worker's user cannot write (progress lines can be forged)."""
+    fd = os.open(os.path.join(home, NOTES_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(f"{n}\n" for n in notes))
 
 
 def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
@@ -154,9 +209,22 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
             notes.append(f"network not isolated ({e})")
         try:
             _check(libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
-            _chroot(libc, spec.new_root, spec.visible)
+            _chroot(libc, spec.new_root, spec.visible, spec.home)
         except OSError as e:
             notes.append(f"no private root: staff files are hidden by their permissions only ({e})")
+        if not os.path.ismount(spec.home):
+            notes.append("disk not limited: the worker's home is not a tmpfs of its own")
+        try:
+            _new_pid_namespace(libc)
+        except OSError as e:
+            notes.append(f"no PID namespace: processes left behind are killed by user id only ({e})")
+    if spec.isolate:
+        try:
+            _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+            seccomp.install()  # only socket families, io_uring and foreign ABIs: the user switch below still works
+        except (OSError, KeyError) as e:
+            notes.append(f"no seccomp filter: every socket family is allowed ({e!r})")
+    _write_notes(spec.home, notes)  # as root: the worker's user cannot change it
     os.environ.clear()
     os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec.home, TMPDIR="/tmp", LANG="C.UTF-8",
                       OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
@@ -168,6 +236,8 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
         os.setuid(spec.uid)
         if os.getuid() != spec.uid or os.geteuid() != spec.uid:
             raise RuntimeError(f"could not switch to user {spec.uid}")
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after the switch, which clears it
+
     os.closerange(3, 1 << 16)
     os.chdir(spec.home)
     return notes
@@ -192,8 +262,44 @@ def _uid_of(pid: int) -> int | None:
     return int(fields["Uid"].split()[0])
 
 
+def mount_home(home: Path, uid: int | None, limits: Limits) -> bool:
+    """Mount a tmpfs of limits.disk_mb MB and limits.disk_inodes files on the worker's home (root
+    only): its writable space, so one submission cannot fill the shared temporary filesystem.
+    Its pages count against the worker's memory. Returns whether it is mounted."""
+    if uid is None or not is_root():
+        return False
+    options = f"size={limits.disk_mb}m,nr_inodes={limits.disk_inodes},mode=0700,uid={uid},gid={uid}"
+    return _libc().mount(b"tmpfs", str(home).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options.encode()) == 0
+
+
+def unmount_under(path: Path) -> None:
+    """Detach every mount at or under path (the homes mount_home made)."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for point in sorted((p for p in points if _inside(p, str(path))), key=len, reverse=True):
+        _libc().umount2(point.encode(), MNT_DETACH)
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of pid (the worker's: its PID namespace's init)."""
+    found = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return found
+
+
 def kill_group(pid: int) -> None:
-    """SIGKILL the process group led by pid (the worker called setsid), and pid itself."""
+    """SIGKILL the process group led by pid (the worker called setsid), pid itself and its
+    children (the init of its PID namespace: the kernel then kills everything in it)."""
+    for child in children(pid):
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     for kill in (os.killpg, os.kill):
         try:
             kill(pid, signal.SIGKILL)
@@ -222,7 +328,13 @@ def describe(pid: int, spec: SandboxSpec) -> str:
         return "sandbox off (test mode)"
     if not is_root():
         return "not isolated: the grader is not root, so the worker runs as the grader's user with network access"
-    parts = [f"user {_uid_of(pid)}"]
+    inner = children(pid)[:1] or [pid]  # the PID namespace's init runs the student's code
+    parts = [f"user {_uid_of(inner[0])}"]
+    try:
+        separate = os.readlink(f"/proc/{pid}/ns/pid_for_children") != os.readlink("/proc/self/ns/pid")
+    except OSError:
+        separate = False
+    parts.append("own PID namespace" if separate else "NOT own PID namespace")
     for ns, what in (("net", "no network"), ("mnt", "own root: only Python, the system and the sandbox")):
         try:
             separate = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")

@@ -4,22 +4,32 @@ It is forked from a server that has imported torch (so starting one is cheap) an
 runs in the grader's process. It enters the sandbox (sandbox.py), forgets every
 `cs336_basics` module it inherited, imports the submission's package through the grader's
 pristine copy of tests/adapters.py, and for each component, in order, calls the adapter on
-each case's inputs and saves what came back to <home>/<case>.pt: the output tensor, or
-{"error": text}. It appends `ready` to <home>/progress after the import and `done
+each case's inputs and saves what came back to <home>/<case>.safetensors: the output tensor
+(`output`) and, as string metadata, the torch calls recorded (builtin_guard) or an error text. It appends `ready` to <home>/progress after the import and `done
 <component>` after each component; the grader times components by these lines. It never sees
 an expected value: the grader compares, in its own process.
 """
 
 import importlib
+import json
 import os
 import sys
+import threading
 import traceback
+import types
 from dataclasses import dataclass
 
+from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
+from safetensors.torch import save_file  # bound now: the submission may patch the module
 
 MAX_ERROR_CHARS = 2000
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
+MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
+
+
+class Tampered(Exception):
+    """The submission's code changed the adapters or the call recorder: nothing it returns is graded."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ def _error_text(exc: BaseException, code_dir: str) -> str:
         f.filename = f.filename.removeprefix(root)
     text = "".join(["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(mine).format(),
                     *traceback.format_exception_only(type(exc), exc)])
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
     return text if len(text) <= MAX_ERROR_CHARS else "...\n" + text[-MAX_ERROR_CHARS:]
 
 
@@ -58,34 +69,97 @@ def _forget_inherited_modules(code_dir: str) -> None:
     sys.dont_write_bytecode = True
 
 
+def _pristine_adapters(code_dir: str):
+    """tests/adapters.py compiled from the grader's copy before any student code runs: a fresh
+    module (never looked up in sys.modules) and the code object each of its functions must have."""
+    path = os.path.join(code_dir, "adapters.py")
+    with open(path) as f:
+        code = compile(f.read(), "adapters.py", "exec")
+    module = types.ModuleType("adapters")
+    module.__file__ = path
+    expected = {c.co_name: c for c in code.co_consts if isinstance(c, types.CodeType)}
+    return code, module, expected
+
+
+def _check_adapters(namespace: dict, expected: dict, functions: dict) -> None:
+    """Every adapter function is the one compiled from the grader's copy and still in its module."""
+    for name, code in expected.items():
+        fn = functions.get(name)
+        if type(fn) is not types.FunctionType or fn.__code__ is not code or namespace.get(name) is not fn:
+            raise Tampered(f"the grader's adapter {name} was replaced by your package's code")
+
+
+def _check_recorder(methods: list) -> None:
+    for cls, name, fn, code in methods:
+        if cls.__dict__.get(name) is not fn or fn.__code__ is not code:
+            raise Tampered("the grader's call recorder was replaced by your package's code")
+
+
 def main(job: WorkerJob) -> None:
-    notes = enter(job.spec, job.log_path, job.cpu_seconds)
+    guard = _guard  # held in a local: the module is dropped from sys.modules below
+    recorder_methods = [(cls, name, cls.__dict__[name], cls.__dict__[name].__code__)
+                        for cls, name in ((guard.CallRecorder, "__enter__"), (guard.CallRecorder, "__exit__"),
+                                          (guard._FunctionRecorder, "__torch_function__"),
+                                          (guard._DispatchRecorder, "__torch_dispatch__"))]
+    enter(job.spec, job.log_path, job.cpu_seconds)  # writes its notes for the grader, as root, to sandbox-notes
     import torch
 
     torch.set_num_threads(1)
     progress = open("progress", "a", buffering=1)
-    progress.write("".join(f"note {n}\n" for n in notes))
+    code, module, expected = _pristine_adapters(job.code_dir)
     _forget_inherited_modules(job.code_dir)
+    sys.modules["adapters"] = module
+    threads = threading.active_count()
     try:
-        adapters = importlib.import_module("adapters")
+        exec(code, module.__dict__)  # imports the submission's package: its import-time code runs here
     except BaseException as e:  # noqa: BLE001 - anything the student's import raises, SystemExit included
         with open("import_error.txt", "w") as f:
             f.write(_error_text(e, job.code_dir))
         progress.write("import-failed\n")
         return
+    functions = {name: module.__dict__.get(name) for name in expected}
+    tampered = None
+    try:
+        _check_adapters(module.__dict__, expected, functions)
+        _check_recorder(recorder_methods)
+        if sys.modules.get("adapters") is not module:
+            raise Tampered("your package replaced the grader's adapters module (sys.modules['adapters'])")
+    except Tampered as e:
+        tampered = str(e)
     progress.write("ready\n")
     for component, cases in job.cases:
         for case, adapter in cases:
             kwargs = torch.load(os.path.join(job.inputs_dir, f"{case}.pt"), weights_only=True)
+            tensors: dict = {}
             try:
-                out = getattr(adapters, adapter)(**kwargs)
+                if tampered:
+                    raise Tampered(tampered)
+                _check_adapters(module.__dict__, expected, functions)
+                _check_recorder(recorder_methods)
+                recorder = guard.CallRecorder()
+                with recorder:
+                    out = functions[adapter](**kwargs)
+                _check_adapters(module.__dict__, expected, functions)
+                _check_recorder(recorder_methods)
+                if threading.active_count() > threads:
+                    raise Tampered("your code started a thread; graded code must run in the thread that calls it")
+                meta = {"calls": json.dumps(sorted(recorder.calls)[:MAX_CALLS]), "operators": str(recorder.operators)}
                 if isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
-                    result = {"error": f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"}
+                    meta["error"] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
                 elif isinstance(out, torch.Tensor):
-                    result = out.detach().cpu().clone().as_subclass(torch.Tensor)
+                    tensors["output"] = out.detach().cpu().as_subclass(torch.Tensor).contiguous().clone()
                 else:
-                    result = {"error": f"{adapter} returned a {type(out).__name__}, not a torch.Tensor"}
+                    meta["error"] = f"{adapter} returned a {type(out).__name__}, not a torch.Tensor"
+            except Tampered as e:
+                meta = {"error": str(e), "tampered": "1"}
             except BaseException as e:  # noqa: BLE001
-                result = {"error": _error_text(e, job.code_dir)}
-            torch.save(result, f"{case}.pt")
+                meta = {"error": _error_text(e, job.code_dir), "error_type": type(e).__name__}
+            try:
+                save_file(tensors, f"{case}.safetensors", metadata=meta)
+            except Exception as e:  # noqa: BLE001 - e.g. a dtype safetensors cannot store
+                meta = {"error": f"{adapter}: its output could not be saved ({type(e).__name__}; a full disk?)"}
+                try:
+                    save_file({}, f"{case}.safetensors", metadata=meta)
+                except Exception:  # noqa: BLE001 - the grader reports "no output was saved"
+                    pass
         progress.write(f"done {component}\n")

@@ -1,0 +1,65 @@
+"""A seccomp filter for the worker: socket() and socketpair() only for AF_UNIX, AF_INET and
+AF_INET6 (others, e.g. AF_VSOCK, AF_NETLINK, AF_PACKET, fail with EAFNOSUPPORT), no io_uring
+(which could open sockets without those calls), and no system call of another ABI (x32, i386:
+the filter knows only the native numbers). Installed with prctl(PR_SET_SECCOMP) and a classic BPF
+program assembled here (seccomp(2), linux/filter.h); needs PR_SET_NO_NEW_PRIVS first.
+"""
+
+import ctypes
+import errno
+import platform
+import socket
+import struct
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+# machine -> (AUDIT_ARCH_*, socket, socketpair, io_uring_setup)
+ARCHES = {"x86_64": (0xC000003E, 41, 53, 425), "aarch64": (0xC00000B7, 198, 199, 425)}
+X32_BIT = 0x40000000
+ALLOWED_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def program(machine: str | None = None) -> bytes:
+    """The filter, as struct sock_filter[] bytes; KeyError for an unknown machine."""
+    arch, nr_socket, nr_socketpair, nr_io_uring = ARCHES[machine or platform.machine()]
+    ret = lambda value: _insn(BPF_RET_K, 0, 0, value)  # noqa: E731
+    deny = lambda err: SECCOMP_RET_ERRNO | err  # noqa: E731
+    n = len(ALLOWED_FAMILIES)
+    code = [
+        _insn(BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        _insn(BPF_JEQ_K, 1, 0, arch),
+        ret(deny(errno.ENOSYS)),  # another ABI
+        _insn(BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        _insn(BPF_JGE_K, 0, 1, X32_BIT),
+        ret(deny(errno.ENOSYS)),
+        _insn(BPF_JEQ_K, 0, 1, nr_io_uring),
+        ret(deny(errno.ENOSYS)),
+        _insn(BPF_JEQ_K, 1, 0, nr_socket),
+        _insn(BPF_JEQ_K, 0, 2 + n, nr_socketpair),
+        _insn(BPF_LD_W_ABS, 0, 0, 16),  # seccomp_data.args[0], low 32 bits (little-endian): the family
+    ]
+    for i, family in enumerate(ALLOWED_FAMILIES):
+        code.append(_insn(BPF_JEQ_K, n - i, 0, family))  # to the ALLOW below
+    code += [ret(deny(errno.EAFNOSUPPORT)), ret(SECCOMP_RET_ALLOW)]
+    return b"".join(code)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install() -> None:
+    """Install the filter on this thread (and the threads and processes it will start); OSError if refused."""
+    filt = program()
+    buf = ctypes.create_string_buffer(filt, len(filt))
+    prog = _SockFprog(len(filt) // 8, ctypes.addressof(buf))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp filter: {errno.errorcode.get(err, err)}")
