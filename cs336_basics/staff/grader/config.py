@@ -18,7 +18,9 @@ class Limits:
     file_mb: int = 64  # RLIMIT_FSIZE: largest file a worker may write
     disk_mb: int = 64  # the worker's writable home: a tmpfs this large (root only)
     disk_inodes: int = 1024  # ... holding at most this many files and directories
-    processes: int = 64  # RLIMIT_NPROC of the worker's user (root only)
+    processes: int = 64  # RLIMIT_NPROC of the worker's user, and its cgroup's pids.max (root only)
+    resident_mb: int = 1024  # the worker's cgroup memory, memfd and tmpfs pages included (root only)
+    cpus: float = 1.0  # the worker's cgroup CPU quota, in CPUs (root only)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics.staff.grader import sandbox
+from cs336_basics.staff.grader import cgroup, sandbox
 from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean, decode
 from cs336_basics.staff.grader.worker import WorkerJob, main
 
@@ -111,6 +111,8 @@ class Runner:
         self.workers = 0  # started so far
         self.seconds: dict[str, float] = {}  # wall time of the first startup and of each finished component
         self.budget_end = float("inf")  # set by run(): when the whole submission's time is up
+        self.cgroup: cgroup.Cgroup | None = None  # the current worker's
+        self.peak_mb = 0.0  # the highest memory peak of a worker's cgroup (staff notes)
 
     def run(self, plan: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, ComponentRun]:
         """plan: [(component, [(case, adapter), ...]), ...]. Returns each component's ComponentRun."""
@@ -125,6 +127,9 @@ class Runner:
             done = self._one_worker(remaining)
             runs.update(done)
             remaining = [p for p in remaining if p[0] not in runs]
+        if self.peak_mb:
+            self.notes.append(f"highest memory of a worker's cgroup: {self.peak_mb:.0f} MB "
+                              f"(limit {self.spec.limits.resident_mb} MB)")
         return runs
 
     def _start(self, plan, log: Path, home: Path):
@@ -135,9 +140,16 @@ class Runner:
         if self.spec.isolate and not sandbox.mount_home(home, self.spec.uid, self.spec.limits):
             self.notes.append("disk not limited: no tmpfs for the worker's home (needs root)")
         limits = self.spec.limits
+        self.cgroup = None
+        if self.spec.isolate and sandbox.is_root():
+            try:
+                self.cgroup = cgroup.create(limits.resident_mb, limits.processes, limits.cpus)
+            except OSError as e:
+                self.notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
         cpu = int(limits.startup_s + limits.time_per_component_s * len(plan)) + 5
-        job = WorkerJob(dataclasses.replace(self.spec, home=str(home)), str(log), str(self.code_dir),
-                        str(self.inputs_dir), tuple((c, tuple(cases)) for c, cases in plan), cpu)
+        spec = dataclasses.replace(self.spec, home=str(home), cgroup=self.cgroup)
+        job = WorkerJob(spec, str(log), str(self.code_dir), str(self.inputs_dir),
+                        tuple((c, tuple(cases)) for c, cases in plan), cpu)
         process = _CONTEXT.Process(target=main, args=(job,), daemon=True)
         process.start()
         return process
@@ -167,7 +179,7 @@ class Runner:
                         self.seconds.setdefault("startup", time.monotonic() - (deadline - self.spec.limits.startup_s))
                         ready, deadline = True, time.monotonic() + self.spec.limits.time_per_component_s
                         self.notes += self._sandbox_notes(home)
-                        self.notes.append("sandbox: " + sandbox.describe(process.pid, self.spec))
+                        self.notes.append("sandbox: " + sandbox.describe(process.pid, dataclasses.replace(self.spec, cgroup=self.cgroup)))
                     elif ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}":
                         runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
                         now = time.monotonic()
@@ -175,12 +187,18 @@ class Runner:
                         deadline = now + self.spec.limits.time_per_component_s
                 if len(runs) < len(plan) and (not alive or time.monotonic() > min(deadline, self.budget_end)):
                     rest = [c for c, _ in plan[len(runs):]]
-                    return runs | self._failure(rest, ready, None if alive else process.exitcode, log)
+                    oom = self.cgroup is not None and not alive and self.cgroup.usage().out_of_memory
+                    return runs | self._failure(rest, ready, None if alive else process.exitcode, log, oom)
             return runs
         finally:
             sandbox.kill_group(process.pid)
             sandbox.kill_user(self.spec.uid)
             process.join(5)
+            if self.cgroup is not None:
+                usage = self.cgroup.usage()
+                self.peak_mb = max(self.peak_mb, usage.peak_bytes / 2**20)
+                if not self.cgroup.remove():
+                    self.notes.append(f"could not remove the worker's cgroup {self.cgroup.dirs[0]}")
 
     def _sandbox_notes(self, home: Path) -> list[str]:
         """The worker's notes on its sandbox, from the file it wrote as root before running student code."""
@@ -189,10 +207,20 @@ class Runner:
             return ["sandbox: the worker's notes on its sandbox are missing"]
         return [clean(line, 300) for line in raw.decode(errors="replace").splitlines() if line.strip()]
 
-    def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: Path) -> dict[str, ComponentRun]:
-        """Before `ready` every remaining component fails; after it, only the one that was running."""
+    def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: Path,
+                 oom: bool = False) -> dict[str, ComponentRun]:
+        """Before `ready` every remaining component fails; after it, only the one that was running.
+        oom: the worker's cgroup reached its memory limit (a fixed sentence, also for hidden cases)."""
         limits, tail = self.spec.limits, log_tail(log) if self.reveal else ""
         tail = f"\nlast lines of its output:\n{tail}" if tail else ""
+        if oom:
+            what = f"while running {rest[0]}" if ready else "while importing your package"
+            message = (f"the grading process ran out of memory {what}: it and the processes it started may hold "
+                       f"at most {limits.resident_mb} MB, memory-backed files (memfd, /tmp, /dev/shm, its "
+                       f"directory) included; it was killed.")
+            if not ready:
+                return {c: ComponentRun(False, message + " No component could run.") for c in rest}
+            return {rest[0]: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
         if not ready:
             what = (f"did not finish importing your package within {limits.startup_s:g} s" if exitcode is None
                     else f"{_exit_text(exitcode)} while importing your package" if self.reveal

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics.staff.grader import seccomp
+from cs336_basics.staff.grader.cgroup import Cgroup
 from cs336_basics.staff.grader.config import Limits
 
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
@@ -54,6 +55,7 @@ class SandboxSpec:
     home: str  # the worker's writable directory: cwd and $HOME
     limits: Limits
     isolate: bool  # False: rlimits and logs only (tests use it to show a cheat works without it)
+    cgroup: Cgroup | None = None  # the worker's control group (runner.py makes one per worker), joined first
 
 
 def is_root() -> bool:
@@ -189,6 +191,11 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
     """Isolate this process as described in the module docstring. Returns notes on any
     protection that could not be set up (the grader reports them)."""
     notes = []
+    if spec.cgroup is not None:
+        try:
+            spec.cgroup.join()  # before anything else: every process it starts is in it too
+        except OSError as e:
+            notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
     os.setsid()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -341,4 +348,7 @@ def describe(pid: int, spec: SandboxSpec) -> str:
         except OSError:
             separate = False
         parts.append(what if separate else f"NOT {what}")
+    if spec.cgroup is not None:
+        inside = set(spec.cgroup.pids())
+        parts.append(f"cgroup v{spec.cgroup.version}" if pid in inside else "NOT in its cgroup")
     return ", ".join(parts)

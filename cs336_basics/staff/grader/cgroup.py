@@ -1,0 +1,213 @@
+"""A control group per worker: it bounds the memory of the worker and every process it starts
+(anonymous memory, and the pages of memfd files and tmpfs files it writes: its home, /tmp,
+/dev/shm; RLIMIT_AS bounds neither), the number of its processes and threads, and its CPU time
+per second. The grader creates the group (`create`), the worker moves itself in as root before
+any student code runs (`join`), and the grader reads the peak and the OOM kills afterwards
+(`usage`) and removes the group once every process in it is killed (`remove`).
+
+cgroup v2 when the unified hierarchy has the memory, pids and cpu controllers (memory.max,
+memory.swap.max, pids.max, cpu.max); v1 otherwise, one group per controller hierarchy
+(memory.limit_in_bytes and memory.memsw.limit_in_bytes, pids.max, cpu.cfs_quota_us /
+cpu.cfs_period_us). Groups are made under the grader's own group in each hierarchy
+(/proc/self/cgroup), named cs336-worker-<grader pid>-<n>. See Documentation/admin-guide/cgroup-v2.rst
+and Documentation/admin-guide/cgroup-v1/{memory,pids}.rst and scheduler/sched-bwc.rst of the kernel.
+"""
+
+import itertools
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+CONTROLLERS = ("memory", "pids", "cpu")
+CGROUP_ROOT = "/sys/fs/cgroup"
+PERIOD_US = 100_000
+_counter = itertools.count(1)
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Cgroup:
+    version: int  # 1 or 2
+    dirs: tuple[str, ...]  # v2: one directory; v1: one per controller (memory first)
+
+    def join(self, pid: int = 0) -> None:
+        """Move pid (0: this process) into the group, in every hierarchy. OSError if refused."""
+        for d in self.dirs:
+            _write(d, "cgroup.procs", str(pid or os.getpid()))
+
+    def pids(self) -> list[int]:
+        found = set()
+        for d in self.dirs:
+            try:
+                found |= {int(p) for p in _read(d, "cgroup.procs").split()}
+            except OSError:
+                pass
+        return sorted(found)
+
+    def usage(self) -> "Usage":
+        """The group's memory peak and limit and its OOM kills, read by the grader."""
+        d = self.dirs[0]
+        try:
+            if self.version == 2:
+                events = dict(line.split() for line in _read(d, "memory.events").splitlines())
+                peak = int(_read(d, "memory.peak")) if os.path.exists(f"{d}/memory.peak") else 0
+                return Usage(peak, int(_read(d, "memory.max")), int(events.get("oom_kill", 0)) + int(events.get("max", 0)))
+            oom = dict(line.split() for line in _read(d, "memory.oom_control").splitlines())
+            return Usage(int(_read(d, "memory.max_usage_in_bytes")), int(_read(d, "memory.limit_in_bytes")),
+                         int(oom.get("oom_kill", 0)) + int(_read(d, "memory.failcnt")))
+        except (OSError, ValueError):
+            return Usage(0, 0, 0)
+
+    def kill_all(self, rounds: int = 200) -> bool:
+        """SIGKILL every process in the group until it is empty; whether it is."""
+        if self.version == 2 and os.path.exists(f"{self.dirs[0]}/cgroup.kill"):
+            try:
+                _write(self.dirs[0], "cgroup.kill", "1")
+            except OSError:
+                pass
+        for _ in range(rounds):
+            pids = self.pids()
+            if not pids:
+                return True
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.005)
+        return not self.pids()
+
+    def remove(self) -> bool:
+        """Kill everything in the group and remove it; whether it is gone."""
+        self.kill_all()
+        gone = True
+        for d in self.dirs:
+            for _ in range(100):  # an exiting task leaves cgroup.procs a little after SIGKILL
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+            gone = gone and not os.path.exists(d)
+        return gone
+
+
+@dataclass(frozen=True)
+class Usage:
+    peak_bytes: int  # the group's highest memory charge
+    limit_bytes: int
+    oom_events: int  # OOM kills and failed charges: > 0 means it ran out of memory
+
+    @property
+    def out_of_memory(self) -> bool:
+        return self.oom_events > 0 or (self.limit_bytes > 0 and self.peak_bytes >= self.limit_bytes)
+
+
+def _read(d: str, name: str) -> str:
+    with open(f"{d}/{name}") as f:
+        return f.read().strip()
+
+
+def _write(d: str, name: str, value: str) -> None:
+    with open(f"{d}/{name}", "w") as f:
+        f.write(value)
+
+
+def _own_groups() -> dict[str, str]:
+    """{controller (or "" for the unified hierarchy): this process's group path}."""
+    groups = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for c in controllers.split(",") if controllers else [""]:
+                groups[c] = path
+    return groups
+
+
+def _mounts() -> dict[str, str]:
+    """{controller (or "" for cgroup2): mount point} from /proc/self/mountinfo."""
+    found = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            sep = fields.index("-")
+            fstype, options, point = fields[sep + 1], fields[sep + 3], fields[4]
+            if fstype == "cgroup2":
+                found.setdefault("", point)
+            elif fstype == "cgroup":
+                for option in options.split(","):
+                    if option in CONTROLLERS:
+                        found.setdefault(option, point)
+    return found
+
+
+def _v2_parent() -> str | None:
+    """The grader's own v2 group, if the memory, pids and cpu controllers are (or can be) enabled for its children."""
+    mount, path = _mounts().get(""), _own_groups().get("")
+    if mount is None or path is None:
+        return None
+    parent = mount + path.rstrip("/")
+    try:
+        if not set(CONTROLLERS) <= set(_read(parent, "cgroup.controllers").split()):
+            return None
+        enabled = set(_read(parent, "cgroup.subtree_control").split())
+        if not set(CONTROLLERS) <= enabled:
+            _write(parent, "cgroup.subtree_control", " ".join(f"+{c}" for c in CONTROLLERS))
+    except OSError:
+        return None  # e.g. EBUSY: the grader's group holds processes and is not the root
+    return parent
+
+
+def _v1_parents() -> dict[str, str] | None:
+    mounts, groups = _mounts(), _own_groups()
+    if not all(c in mounts and c in groups for c in CONTROLLERS):
+        return None
+    return {c: mounts[c] + groups[c].rstrip("/") for c in CONTROLLERS}
+
+
+def create(memory_mb: int, tasks: int, cpus: float) -> Cgroup:
+    """A new empty group with these limits (root only). OSError (naming what failed) if the
+    machine has no cgroup with the memory, pids and cpu controllers or refuses one."""
+    name = f"cs336-worker-{os.getpid()}-{next(_counter)}"
+    memory, quota = memory_mb * 2**20, max(1000, int(cpus * PERIOD_US))
+    with _lock:  # two grading threads enabling v2 controllers at once
+        parent = _v2_parent()
+    if parent is not None:
+        group = Cgroup(2, (f"{parent}/{name}",))
+        os.mkdir(group.dirs[0])
+        try:
+            d = group.dirs[0]
+            _write(d, "memory.max", str(memory))
+            if os.path.exists(f"{d}/memory.swap.max"):
+                _write(d, "memory.swap.max", "0")
+            _write(d, "pids.max", str(tasks))
+            _write(d, "cpu.max", f"{quota} {PERIOD_US}")
+        except OSError:
+            group.remove()
+            raise
+        return group
+    parents = _v1_parents()
+    if parents is None:
+        raise OSError("no cgroup hierarchy with the memory, pids and cpu controllers (neither v2 nor v1)")
+    group = Cgroup(1, tuple(f"{parents[c]}/{name}" for c in CONTROLLERS))
+    made = []
+    try:
+        for d in group.dirs:
+            os.mkdir(d)
+            made.append(d)
+        mem, pids, cpu = group.dirs
+        _write(mem, "memory.limit_in_bytes", str(memory))
+        if os.path.exists(f"{mem}/memory.memsw.limit_in_bytes"):  # no escape into swap
+            _write(mem, "memory.memsw.limit_in_bytes", str(memory))
+        _write(pids, "pids.max", str(tasks))
+        _write(cpu, "cpu.cfs_period_us", str(PERIOD_US))
+        _write(cpu, "cpu.cfs_quota_us", str(quota))
+    except OSError:
+        for d in reversed(made):
+            os.rmdir(d)
+        raise
+    return group
