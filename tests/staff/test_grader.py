@@ -43,6 +43,7 @@ TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
 LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
+SPIN_COMM = "cs336spin"
 
 
 def scores_if_only(*working: str) -> dict[str, float]:
@@ -255,6 +256,102 @@ raise RuntimeError("ESCAPES" + json.dumps(seen) + "ESCAPES")
 """.replace("LINGER_COMM", LINGER_COMM)
 
 
+# Resource exhaustion, once per worker, in the embedding kernel: a fork bomb (children counted,
+# then killed), CPU spinners (named SPIN_COMM) left running in the background with their CPU
+# time per wall second measured, the worker's home and /tmp filled, then a memfd written past
+# the worker's memory (RLIMIT_AS does not count a file that is never mapped). What it saw is
+# printed before the memfd: the public failure message shows the output's last lines.
+EXHAUSTS = """
+global _EXHAUSTED
+import ctypes, json, os, time
+if "_EXHAUSTED" in globals():
+    return weight[token_ids]
+_EXHAUSTED = seen = {}
+children = []
+while len(children) < 1000:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children.append(pid)
+seen["forks"] = len(children)
+for pid in children:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+spinners = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        ctypes.CDLL(None).prctl(15, b"SPIN_COMM", 0, 0, 0)
+        while True:
+            pass
+    spinners.append(pid)
+ticks = lambda: sum(sum(int(v) for v in open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[11:13]) for p in spinners)
+t0, c0 = time.monotonic(), ticks()
+time.sleep(1.0)
+seen["cpus"] = (ticks() - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
+seen["disk_mb"] = 0
+for d in (os.environ["HOME"], "/tmp"):
+    for i in range(8):
+        try:
+            with open(f"{d}/fill{i}", "wb") as f:
+                f.write(b"\\0" * (16 << 20))
+            seen["disk_mb"] += 16
+        except OSError:
+            break
+    for i in range(8):
+        if os.path.exists(f"{d}/fill{i}"):
+            os.remove(f"{d}/fill{i}")
+print("EXHAUSTS" + json.dumps(seen) + "EXHAUSTS", flush=True)
+fd = os.memfd_create("hog")
+for _ in range((MEMFD_MB) // 16):
+    os.write(fd, b"\\1" * (16 << 20))
+return weight[token_ids]
+""".replace("SPIN_COMM", SPIN_COMM).replace("MEMFD_MB", str(CONFIG.limits.resident_mb + 256))
+
+
+# Loopback only: silu starts a 2-process gloo group on 127.0.0.1 and all_reduces, then tries
+# addresses that are not loopback; gelu and softmax fail inside a library (einops in the
+# virtualenv, json in Python's standard library), so their innermost frame is a library's.
+USES_LOOPBACK = """
+import datetime, json, os, socket
+import torch.distributed as dist
+seen = {}
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+port = s.getsockname()[1]
+s.close()
+def group(rank):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=2))
+    t = torch.full((3,), float(rank + 1))
+    dist.all_reduce(t)
+    dist.destroy_process_group()
+    return t.tolist()
+pid = os.fork()
+if pid == 0:
+    try:
+        group(1)
+    finally:
+        os._exit(0)
+try:
+    seen["all_reduce"] = group(0)
+except Exception as e:
+    seen["all_reduce"] = repr(e)[:200]
+os.waitpid(pid, 0)
+for address in ("1.1.1.1", "10.0.0.1", "192.168.1.1"):
+    try:
+        socket.create_connection((address, 80), timeout=2).close()
+        seen[address] = "connected"
+    except OSError as e:
+        seen[address] = str(e)
+raise RuntimeError("LOOPBACK" + json.dumps(seen) + "LOOPBACK")
+"""
+
+
 def input_digest(token_ids) -> str:
     return "SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16]
 
@@ -323,6 +420,11 @@ def build_samples(tmp: Path) -> dict[str, Path]:
     samples["writes_results"] = cheat(tmp, "writes_results", write_results_cheat(targets))
     samples["exits_early"] = cheat(tmp, "exits_early", "import os\nos._exit(0)\n")
     samples["probe"] = cheat(tmp, "probe", PROBE)
+    samples["exhausts"] = cheat(tmp, "exhausts", EXHAUSTS)
+    root = samples["uses_loopback"] = sample(tmp, "uses_loopback")
+    replace_region(root, "functional.silu", USES_LOOPBACK)
+    replace_region(root, "functional.gelu", 'import einops\nreturn einops.rearrange(x, "a b -> c")\n')
+    replace_region(root, "functional.softmax", 'import json\nreturn json.loads("{")\n')
     unsafe = samples["unsafe_zip"] = tmp / "unsafe.zip"
     with zipfile.ZipFile(unsafe, "w") as z:
         z.writestr("cs336_basics/__init__.py", "")
@@ -680,7 +782,9 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     inbox.mkdir()
     shutil.copytree(samples["partial"], inbox / "alice")
     shutil.copy(samples["reference_zip"], inbox / "bob.zip")
-    shutil.copytree(samples["escapes"], inbox / "carol")  # fills its disk space while the others are graded
+    # memory (memfd past the limit), disk (fills its home and /tmp), processes (fork bomb, CPU
+    # spinners), all while the others are graded
+    shutil.copytree(samples["exhausts"], inbox / "carol")
     reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=TEST_CONFIG,
                         echo=lambda line: None)
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
@@ -689,6 +793,8 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     assert rows[1].startswith("alice,") and rows[1].endswith(f",{partial:g},{CONFIG.max_score:g}")
     assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g}")
     assert [r.score for r in reports[:2]] == [partial, CONFIG.max_score]
+    if os.geteuid() == 0:  # the cgroup kills carol's worker; without root its memfd fits
+        assert reports[2].component_scores() == scores_if_only(*ALL_BUT_CHEATED)
     assert json.loads((tmp_path / "results" / "alice.json").read_text())["score"] == partial
     assert json.loads((tmp_path / "results" / "bob.zip.json").read_text())["score"] == CONFIG.max_score
 
@@ -750,3 +856,131 @@ def test_grader_command_refuses_to_grade_without_root_unless_told(monkeypatch, c
     assert "refusing to grade without root" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
     assert main(["grade-all", str(tmp_path)]) == 2
+
+
+# ------------------------------------------------------------------ the worker's cgroup, loopback, paths, preflight
+
+
+def _exhausts(graded) -> dict:
+    output = outputs(graded["exhausts"], CHEATED, hidden=False)[0]
+    return json.loads(re.search(r"EXHAUSTS(\{.*\})EXHAUSTS", output).group(1))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_grader_memfd_past_the_memory_limit_loses_only_that_component_saying_out_of_memory(graded):
+    report = graded["exhausts"]
+    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    limit = f"at most {CONFIG.limits.resident_mb} MB"
+    assert all("ran out of memory" in o and limit in o for o in outputs(report, CHEATED))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_grader_fork_bomb_is_bounded_by_the_process_limit(graded):
+    assert 0 < _exhausts(graded)["forks"] < CONFIG.limits.processes
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_grader_background_spinners_get_at_most_the_cpu_quota_and_are_killed(graded):
+    import time
+
+    # 3 spinners on this 2-core machine get ~2 CPUs without the quota; the kernel's CFS
+    # bandwidth control holds a group to its quota per 100 ms period, so 1 s of wall time holds
+    # at most cpus + a period's overrun and the 10 ms tick's rounding
+    assert _exhausts(graded)["cpus"] <= CONFIG.limits.cpus + 0.15
+    for _ in range(40):
+        if not _threads_named(SPIN_COMM):
+            break
+        time.sleep(0.05)
+    assert not _threads_named(SPIN_COMM)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_grader_removes_every_worker_cgroup(graded):
+    from cs336_basics.staff.grader import cgroup
+
+    parents = cgroup._v1_parents() or {}
+    left = [name for d in parents.values() for name in os.listdir(d) if name.startswith(f"cs336-worker-{os.getpid()}-")]
+    assert graded["exhausts"] and not left
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_cgroup_bounds_processes_even_for_root(tmp_path):
+    # root ignores RLIMIT_NPROC: only the cgroup's pids.max bounds its fork bomb
+    from cs336_basics.staff.grader import cgroup
+
+    group = cgroup.create(256, 8, 1.0)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        group.join()
+        n = 0
+        try:
+            while n < 100:
+                if os.fork() == 0:
+                    os.read(read, 1)  # until the test ends
+                    os._exit(0)
+                n += 1
+        finally:
+            os.write(write, str(n).encode() + b"\n")
+            os._exit(0)
+    os.waitpid(pid, 0)
+    with os.fdopen(read, "rb") as r:
+        forked = int(r.readline())
+    os.close(write)
+    assert forked < 8
+    assert group.remove() and not os.path.exists(group.dirs[0])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_worker_can_run_a_gloo_group_on_loopback_and_reach_nothing_else(graded):
+    output = outputs(graded["uses_loopback"], "silu", hidden=False)[0]
+    seen = json.loads(re.search(r"LOOPBACK(\{.*\})LOOPBACK", output).group(1))
+    assert seen["all_reduce"] == [3.0, 3.0, 3.0]
+    assert all("unreachable" in seen[a] for a in ("1.1.1.1", "10.0.0.1", "192.168.1.1"))
+
+
+def test_grader_library_frames_in_tracebacks_show_no_host_path(graded):
+    report = graded["uses_loopback"]
+    texts = outputs(report, "gelu", hidden=False) + outputs(report, "softmax", hidden=False)
+    hosts = {str(REPO), sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    assert all("<python>/" in t for t in texts)  # the innermost frame: einops, json
+    assert not [h for h in hosts for t in texts if h in t]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
+def test_grader_home_mounts_of_a_killed_grader_are_detached_at_the_next_start(tmp_path):
+    from cs336_basics.staff.grader import sandbox
+
+    home = tmp_path / "home"
+    home.mkdir()
+    code = (f"import os, signal; from pathlib import Path; from cs336_basics.staff.grader import sandbox, config\n"
+            f"assert sandbox.mount_home(Path({str(home)!r}), 12345, config.Limits())\n"
+            f"os.kill(os.getpid(), signal.SIGKILL)")
+    subprocess.run([sys.executable, "-c", code], check=False)
+
+    def mounted():
+        return any(line.split()[4] == str(home) for line in open("/proc/self/mountinfo"))
+
+    assert mounted()  # the control: a crashed grader leaves its mount behind
+    assert str(home) in sandbox.remove_stale_homes()
+    assert not mounted()
+
+
+def test_grader_command_refuses_naming_each_missing_mechanism_unless_told(monkeypatch, capsys, tmp_path):
+    from cs336_basics.staff.cli import main
+    from cs336_basics.staff.grader import cli, preflight
+
+    monkeypatch.setattr(preflight, "missing", lambda: {"cgroup memory/pids/cpu": "no controller", "seccomp": "EINVAL"})
+    for argv in (["grade", str(tmp_path), "--results", str(tmp_path / "r.json")], ["grade-all", str(tmp_path)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "refusing to grade" in err and "cgroup memory/pids/cpu: no controller" in err and "seccomp: EINVAL" in err
+    assert not (tmp_path / "r.json").exists()
+    assert cli._refuse_without_sandbox(type("Args", (), {"allow_unsandboxed": True})()) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+def test_grader_preflight_finds_every_mechanism_here():
+    from cs336_basics.staff.grader import preflight
+
+    assert preflight.missing() == {}

@@ -11,16 +11,26 @@ def _config(args):
 
 
 def _refuse_without_sandbox(args) -> int | None:
-    """Student code is untrusted: without root there is no sandbox (no user switch, no network
-    cut, the hidden fixtures are readable), so grading then needs an explicit opt-in."""
-    import os
+    """Student code is untrusted: unless every mechanism of the sandbox works here (probed by
+    preflight.missing(): user switch, network/mount/PID namespaces, loopback, tmpfs, cgroup,
+    seccomp), grading needs an explicit opt-in; the refusal names each missing one."""
     import sys
 
-    if os.geteuid() == 0 or args.allow_unsandboxed:
+    if args.allow_unsandboxed:
         return None
-    print("cs336: refusing to grade without root: the sandbox that keeps student code away from the "
-          "hidden fixtures and the network needs it. Run as root (as Gradescope does), or pass "
-          "--allow-unsandboxed for submissions you trust.", file=sys.stderr)
+    from cs336_basics.staff.grader import preflight
+
+    missing = preflight.missing()
+    if not missing:
+        return None
+    import os
+
+    why = "without root" if os.geteuid() != 0 else "without a complete sandbox"
+    lines = "\n".join(f"  {name}: {reason}" for name, reason in missing.items())
+    print(f"cs336: refusing to grade {why}: student code would run without these protections of the sandbox "
+          f"(which keeps it away from the hidden fixtures, the network and the machine's resources):\n{lines}\n"
+          "Run as root on a machine that has them (as Gradescope does), or pass --allow-unsandboxed for "
+          "submissions you trust.", file=sys.stderr)
     return 2
 
 
@@ -67,7 +77,7 @@ def add_commands(commands) -> None:
 
     common = argparse.ArgumentParser(add_help=False)  # the options grade and grade-all share
     common.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
-    common.add_argument("--allow-unsandboxed", action="store_true", help="grade even when not root (no sandbox)")
+    common.add_argument("--allow-unsandboxed", action="store_true", help="grade even when the sandbox is incomplete (no root, no cgroup, ...)")
 
     p = commands.add_parser("grade", parents=[common], help="(staff) grade one submission (a handout directory or a zip of one)")
     p.add_argument("submission", metavar="SUBMISSION")

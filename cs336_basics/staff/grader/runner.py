@@ -113,6 +113,8 @@ class Runner:
         self.budget_end = float("inf")  # set by run(): when the whole submission's time is up
         self.cgroup: cgroup.Cgroup | None = None  # the current worker's
         self.peak_mb = 0.0  # the highest memory peak of a worker's cgroup (staff notes)
+        if spec.isolate and sandbox.is_root():
+            self.notes += [f"detached the home of a grader that died: {p}" for p in sandbox.remove_stale_homes()]
 
     def run(self, plan: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, ComponentRun]:
         """plan: [(component, [(case, adapter), ...]), ...]. Returns each component's ComponentRun."""

@@ -155,6 +155,21 @@ def _chroot(libc, new_root: str, visible: tuple[str, ...], home: str) -> None:
     os.chroot(new_root)
 
 
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
+
+
+def loopback_up() -> None:
+    """Bring "lo" of this network namespace up (a fresh one has it down): 127.0.0.1 and ::1 then
+    work, for a gloo process group say, and nothing else does (there is no other device)."""
+    import fcntl
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        ifreq = struct.pack("16sH14x", b"lo", 0)  # struct ifreq: name, then ifr_flags
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, ifreq))[1]
+        fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
 def _new_pid_namespace(libc) -> None:
     """Continue as PID 1 of a new PID namespace: when it ends, the kernel kills every process in
     it (double forks, setsid, a zombie main thread with live threads). The caller's process stays
@@ -212,8 +227,9 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
         libc = _libc()
         try:
             _check(libc.unshare(CLONE_NEWNET), "unshare the network namespace")
+            loopback_up()
         except OSError as e:
-            notes.append(f"network not isolated ({e})")
+            notes.append(f"network not isolated, or no loopback ({e})")
         try:
             _check(libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
             _chroot(libc, spec.new_root, spec.visible, spec.home)
@@ -269,14 +285,57 @@ def _uid_of(pid: int) -> int | None:
     return int(fields["Uid"].split()[0])
 
 
+HOME_SOURCE = "cs336-home"  # the source name of a home tmpfs: cs336-home-<grader pid>-<its start time>
+
+
+def _start_time(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (/proc/<pid>/stat field 22), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 def mount_home(home: Path, uid: int | None, limits: Limits) -> bool:
     """Mount a tmpfs of limits.disk_mb MB and limits.disk_inodes files on the worker's home (root
     only): its writable space, so one submission cannot fill the shared temporary filesystem.
-    Its pages count against the worker's memory. Returns whether it is mounted."""
+    Its pages count against the worker's memory (its cgroup). The mount's source names this
+    grader process, so remove_stale_homes() can detach it should the grader die before
+    unmount_under(). Returns whether it is mounted."""
     if uid is None or not is_root():
         return False
+    source = f"{HOME_SOURCE}-{os.getpid()}-{_start_time(os.getpid())}"
     options = f"size={limits.disk_mb}m,nr_inodes={limits.disk_inodes},mode=0700,uid={uid},gid={uid}"
-    return _libc().mount(b"tmpfs", str(home).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options.encode()) == 0
+    return _libc().mount(source.encode(), str(home).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options.encode()) == 0
+
+
+def remove_stale_homes() -> list[str]:
+    """Detach the home tmpfs mounts of graders that are gone (killed before their cleanup), and
+    delete the cs336-grade-* directory under the temporary directory that held them. Returns
+    the mount points detached."""
+    import shutil
+    import tempfile
+
+    with open("/proc/self/mountinfo") as f:
+        mounts = [line.split() for line in f]
+    stale = []
+    for fields in mounts:
+        rest = fields[fields.index("-") + 1:]
+        if rest[0] != "tmpfs" or not rest[1].startswith(HOME_SOURCE + "-"):
+            continue
+        pid, _, started = rest[1].removeprefix(HOME_SOURCE + "-").partition("-")
+        if pid.isdigit() and _start_time(int(pid)) != started:  # that grader is gone (or its pid reused)
+            stale.append(fields[4].replace("\\040", " "))
+    for point in sorted(stale, key=len, reverse=True):
+        _libc().umount2(point.encode(), MNT_DETACH)
+    tmp = os.path.realpath(tempfile.gettempdir())
+    for point in stale:
+        parts = Path(point).relative_to("/").parts
+        top = Path(tmp, parts[len(Path(tmp).parts) - 1]) if _inside(point, tmp) and point != tmp else None
+        if top is not None and top.name.startswith("cs336-grade-"):
+            shutil.rmtree(top, ignore_errors=True)
+    return stale
 
 
 def unmount_under(path: Path) -> None:

@@ -42,16 +42,29 @@ class WorkerJob:
     cpu_seconds: int
 
 
+def _host_paths(code_dir: str) -> list[tuple[str, str]]:
+    """(host path, what a student sees instead), longest first: the sandbox's code directory
+    disappears (paths relative to it), Python's and the virtualenv's become <python>, the grader's
+    own directory <grader>."""
+    grader = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    pairs = {(code_dir.rstrip("/") + "/", ""), (grader + "/", "<grader>/")}
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        for p in (prefix, os.path.realpath(prefix)):
+            pairs.add((p.rstrip("/") + "/", "<python>/"))
+    return sorted(pairs, key=lambda p: -len(p[0]))
+
+
 def _error_text(exc: BaseException, code_dir: str) -> str:
     """The exception, after the frames of the student's package and the adapters (paths relative
-    to the sandbox); the grader's and library frames are left out, except the innermost."""
+    to the sandbox); the grader's and library frames are left out, except the innermost, whose
+    path starts at <python>/. No host path is left in the text."""
     root = code_dir.rstrip("/") + "/"
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for i, f in enumerate(frames) if f.filename.startswith(root) or i == len(frames) - 1][-6:]
-    for f in mine:
-        f.filename = f.filename.removeprefix(root)
     text = "".join(["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(mine).format(),
                     *traceback.format_exception_only(type(exc), exc)])
+    for path, name in _host_paths(code_dir):
+        text = text.replace(path, name)
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
     return text if len(text) <= MAX_ERROR_CHARS else "...\n" + text[-MAX_ERROR_CHARS:]
 
