@@ -257,8 +257,8 @@ raise RuntimeError("ESCAPES" + json.dumps(seen) + "ESCAPES")
 
 
 # Resource exhaustion, once per worker, in the embedding kernel: a fork bomb (children counted,
-# then killed), CPU spinners (named SPIN_COMM) left running in the background with their CPU
-# time per wall second measured, the worker's home and /tmp filled, then a memfd written past
+# then killed), CPU spinners (named SPIN_COMM) with their CPU time per wall second measured, then
+# left behind stopped (SIGSTOP), the worker's home and /tmp filled, then a memfd written past
 # the worker's memory (RLIMIT_AS does not count a file that is never mapped). What it saw is
 # printed before the memfd: the public failure message shows the output's last lines.
 EXHAUSTS = """
@@ -268,15 +268,11 @@ if "_EXHAUSTED" in globals():
     return weight[token_ids]
 _EXHAUSTED = seen = {}
 children = []
-while len(children) < 1000:
+while len(children) < 1000:  # posix_spawn (vfork): quicker than forking a process that holds torch
     try:
-        pid = os.fork()
+        children.append(os.posix_spawn("/bin/sleep", ["sleep", "60"], {}))
     except OSError:
         break
-    if pid == 0:
-        time.sleep(60)
-        os._exit(0)
-    children.append(pid)
 seen["forks"] = len(children)
 for pid in children:
     os.kill(pid, 9)
@@ -293,6 +289,8 @@ ticks = lambda: sum(sum(int(v) for v in open(f"/proc/{p}/stat").read().rsplit(")
 t0, c0 = time.monotonic(), ticks()
 time.sleep(1.0)
 seen["cpus"] = (ticks() - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
+for pid in spinners:  # stopped, not killed: the grader must end them
+    os.kill(pid, 19)
 seen["disk_mb"] = 0
 for d in (os.environ["HOME"], "/tmp"):
     for i in range(8):
@@ -306,9 +304,11 @@ for d in (os.environ["HOME"], "/tmp"):
         if os.path.exists(f"{d}/fill{i}"):
             os.remove(f"{d}/fill{i}")
 print("EXHAUSTS" + json.dumps(seen) + "EXHAUSTS", flush=True)
-fd = os.memfd_create("hog")
-for _ in range((MEMFD_MB) // 16):
-    os.write(fd, b"\\1" * (16 << 20))
+fds = []
+for i in range((MEMFD_MB) // 16):  # 48 MB per memfd: each stays under RLIMIT_FSIZE
+    if i % 3 == 0:
+        fds.append(os.memfd_create("hog"))
+    os.write(fds[-1], b"\\1" * (16 << 20))
 return weight[token_ids]
 """.replace("SPIN_COMM", SPIN_COMM).replace("MEMFD_MB", str(CONFIG.limits.resident_mb + 256))
 
@@ -348,6 +348,11 @@ for address in ("1.1.1.1", "10.0.0.1", "192.168.1.1"):
         seen[address] = "connected"
     except OSError as e:
         seen[address] = str(e)
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()  # NETLINK_SOCK_DIAG: not the routing one gloo needs
+    seen["sock_diag"] = "created"
+except OSError as e:
+    seen["sock_diag"] = e.errno
 raise RuntimeError("LOOPBACK" + json.dumps(seen) + "LOOPBACK")
 """
 
@@ -933,10 +938,13 @@ def test_cgroup_bounds_processes_even_for_root(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 def test_grader_worker_can_run_a_gloo_group_on_loopback_and_reach_nothing_else(graded):
+    import errno
+
     output = outputs(graded["uses_loopback"], "silu", hidden=False)[0]
     seen = json.loads(re.search(r"LOOPBACK(\{.*\})LOOPBACK", output).group(1))
     assert seen["all_reduce"] == [3.0, 3.0, 3.0]
     assert all("unreachable" in seen[a] for a in ("1.1.1.1", "10.0.0.1", "192.168.1.1"))
+    assert seen["sock_diag"] == errno.EAFNOSUPPORT
 
 
 def test_grader_library_frames_in_tracebacks_show_no_host_path(graded):

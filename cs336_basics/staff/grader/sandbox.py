@@ -176,13 +176,18 @@ def _new_pid_namespace(libc) -> None:
     outside, as root, waits for it and ends the same way."""
     _check(libc.unshare(CLONE_NEWPID), "unshare the PID namespace")
     pid = os.fork()
-    if pid:
-        _, status = os.waitpid(pid, 0)
-        code = os.waitstatus_to_exitcode(status)
-        if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
-            os.kill(os.getpid(), -code)
-        os._exit(code & 0xFF)
+    if pid:  # never returns: this process must not go on to run the student's code too
+        code = 1
+        try:
+            _, status = os.waitpid(pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+            if code < 0:  # end by the same signal (SIGKILL, say, from the OOM killer)
+                if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these have no handler to reset
+                    signal.signal(-code, signal.SIG_DFL)
+                os.kill(os.getpid(), -code)
+                code = 128 - code
+        finally:
+            os._exit(code & 0xFF)
     _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
 
 

@@ -1,5 +1,7 @@
 """A seccomp filter for the worker: socket() and socketpair() only for AF_UNIX, AF_INET and
-AF_INET6 (others, e.g. AF_VSOCK, AF_NETLINK, AF_PACKET, fail with EAFNOSUPPORT), no io_uring
+AF_INET6, and AF_NETLINK with NETLINK_ROUTE (getifaddrs(3) uses it: gloo's TCP device lists the
+interfaces; in the worker's network namespace it sees only "lo" and may change nothing without
+CAP_NET_ADMIN). Others (AF_VSOCK, AF_PACKET, other netlink protocols, ...) fail with EAFNOSUPPORT; no io_uring
 (which could open sockets without those calls), and no system call of another ABI (x32, i386:
 the filter knows only the native numbers). Installed with prctl(PR_SET_SECCOMP) and a classic BPF
 program assembled here (seccomp(2), linux/filter.h); needs PR_SET_NO_NEW_PRIVS first.
@@ -18,6 +20,7 @@ BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 ARCHES = {"x86_64": (0xC000003E, 41, 53, 425), "aarch64": (0xC00000B7, 198, 199, 425)}
 X32_BIT = 0x40000000
 ALLOWED_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
+NETLINK_ROUTE = 0  # AF_NETLINK only with this protocol: getifaddrs(3), which gloo calls
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -40,12 +43,18 @@ def program(machine: str | None = None) -> bytes:
         _insn(BPF_JEQ_K, 0, 1, nr_io_uring),
         ret(deny(errno.ENOSYS)),
         _insn(BPF_JEQ_K, 1, 0, nr_socket),
-        _insn(BPF_JEQ_K, 0, 2 + n, nr_socketpair),
+        _insn(BPF_JEQ_K, 0, 5 + n, nr_socketpair),  # neither: to the ALLOW at the end
         _insn(BPF_LD_W_ABS, 0, 0, 16),  # seccomp_data.args[0], low 32 bits (little-endian): the family
     ]
     for i, family in enumerate(ALLOWED_FAMILIES):
-        code.append(_insn(BPF_JEQ_K, n - i, 0, family))  # to the ALLOW below
-    code += [ret(deny(errno.EAFNOSUPPORT)), ret(SECCOMP_RET_ALLOW)]
+        code.append(_insn(BPF_JEQ_K, n - i + 3, 0, family))  # to the ALLOW at the end
+    code += [
+        _insn(BPF_JEQ_K, 0, 2, socket.AF_NETLINK),  # not netlink either: to the deny
+        _insn(BPF_LD_W_ABS, 0, 0, 32),  # seccomp_data.args[2], low 32 bits: the protocol
+        _insn(BPF_JEQ_K, 1, 0, NETLINK_ROUTE),
+        ret(deny(errno.EAFNOSUPPORT)),
+        ret(SECCOMP_RET_ALLOW),
+    ]
     return b"".join(code)
 
 
