@@ -914,7 +914,8 @@ def test_cgroup_bounds_processes_even_for_root(tmp_path):
     from cs336_basics.staff.grader import cgroup
 
     group = cgroup.create(256, 8, 1.0)
-    read, write = os.pipe()
+    hold, release = os.pipe()  # the forked children wait on it
+    result, report = os.pipe()
     pid = os.fork()
     if pid == 0:
         group.join()
@@ -922,16 +923,17 @@ def test_cgroup_bounds_processes_even_for_root(tmp_path):
         try:
             while n < 100:
                 if os.fork() == 0:
-                    os.read(read, 1)  # until the test ends
+                    os.read(hold, 1)
                     os._exit(0)
                 n += 1
         finally:
-            os.write(write, str(n).encode() + b"\n")
+            os.write(report, str(n).encode())
             os._exit(0)
     os.waitpid(pid, 0)
-    with os.fdopen(read, "rb") as r:
-        forked = int(r.readline())
-    os.close(write)
+    os.close(report)
+    with os.fdopen(result, "rb") as r:
+        forked = int(r.read())
+    os.close(release), os.close(hold)
     assert forked < 8
     assert group.remove() and not os.path.exists(group.dirs[0])
 

@@ -211,3 +211,23 @@ def create(memory_mb: int, tasks: int, cpus: float) -> Cgroup:
             os.rmdir(d)
         raise
     return group
+
+
+def remove_stale() -> list[str]:
+    """Remove the groups of graders that are gone (killed before they removed them), killing
+    what is left in them. Returns their directories."""
+    parents = []
+    try:
+        parent = _v2_parent()
+        parents = [parent] if parent else list((_v1_parents() or {}).values())
+    except OSError:
+        return []
+    stale = []
+    for parent in parents:
+        for name in os.listdir(parent):
+            pid = name.removeprefix("cs336-worker-").split("-")[0]
+            if name.startswith("cs336-worker-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                group = Cgroup(1, (f"{parent}/{name}",))  # kill what is listed, then rmdir: v1 and v2 alike
+                group.remove()
+                stale.append(group.dirs[0])
+    return stale

@@ -115,6 +115,7 @@ class Runner:
         self.peak_mb = 0.0  # the highest memory peak of a worker's cgroup (staff notes)
         if spec.isolate and sandbox.is_root():
             self.notes += [f"detached the home of a grader that died: {p}" for p in sandbox.remove_stale_homes()]
+            self.notes += [f"removed the cgroup of a grader that died: {p}" for p in cgroup.remove_stale()]
 
     def run(self, plan: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, ComponentRun]:
         """plan: [(component, [(case, adapter), ...]), ...]. Returns each component's ComponentRun."""
