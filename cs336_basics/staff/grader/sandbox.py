@@ -1,27 +1,40 @@
 """Isolation of a worker process, which runs student code.
 
-`enter(spec, log_path)` runs first in the worker, before any student code, and:
-  1. starts a new session (so the grader can kill the worker's whole process group) and sends
-     stdout/stderr to the log file the grader reads a tail of;
+The grader makes, per worker, a cgroup (cgroup.py: memory with memfd and tmpfs pages included
+and no swap, pids.max, a CPU quota) and a tmpfs for its home (mount_home: disk_mb MB,
+disk_inodes files; its mount's source names the grader, so remove_stale_homes() detaches it at
+the next start should the grader die first). `enter(spec, log_path, cpu_seconds)` runs first in
+the worker, before any student code, and:
+  1. joins the worker's cgroup (every process it starts is in it too); starts a new session
+     (the grader kills the process group) and sends stdout/stderr to the log file the grader
+     reads a tail of;
   2. sets resource limits: address space (RLIMIT_AS), file size, open files, CPU time, no core
      files, and processes/threads of the worker's user;
-  3. when the grader is root: unshares the network namespace (no network: a fresh namespace has
-     only a loopback device, and it is down) and the mount namespace, in which it builds a new
-     root holding only the system directories (/usr, /etc, /dev, /proc, ...), Python, its
-     installed packages and the sandbox directory (the student's package, the pristine adapters,
-     the inputs, the worker's own writable directory), with fresh empty /tmp and /dev/shm, and
-     chroots into it: the staff repository, the fixtures, homes and other students' sandboxes do
-     not exist there;
-  4. when the grader is root: forbids gaining privileges (PR_SET_NO_NEW_PRIVS) and switches to
-     a user id of its own (one no other process uses, so `kill_user` can end every process the
-     submission started, even ones that left the process group; and it cannot leave the chroot);
-  5. empties the environment (it may hold tokens) and closes every inherited file descriptor.
+  3. when the grader is root: unshares the network namespace and brings its loopback device up
+     (loopback_up: 127.0.0.1 and ::1 work, for a gloo process group say; no other device or
+     route exists, so every other address is unreachable), and the mount namespace, in which
+     it builds a new root holding only the system directories (/usr, /etc, /dev, /proc, ...),
+     Python, its installed packages and the sandbox directory (the student's package, the
+     pristine adapters, the inputs), every one bound read-only, plus the worker's home (its
+     tmpfs, the only writable place but /tmp and /dev/shm, fresh 16 MB / 1024-inode tmpfs) and
+     chroots into it: the staff repository, the fixtures, homes and other students' sandboxes
+     do not exist there; the virtualenv's world-writable .lock is masked;
+  4. when the grader is root: continues as PID 1 of a new PID namespace (when it ends the
+     kernel kills every process in it; the outer process waits and ends the same way);
+  5. forbids gaining privileges (PR_SET_NO_NEW_PRIVS) and installs the seccomp filter
+     (seccomp.py: sockets only AF_UNIX/INET/INET6 and NETLINK_ROUTE, no io_uring, no foreign ABI);
+  6. when the grader is root: switches to a user id of its own (one no other process uses, so
+     `kill_user` can end every process the submission started; and it cannot leave the chroot);
+  7. empties the environment (it may hold tokens) and closes every inherited file descriptor.
 
-Without root none of 3-4 is possible: the worker runs as the grader's user, can read what the
-grader can read and could outlive a timeout by leaving the process group. The grader's
-protections that do not depend on the sandbox still hold: expected values never enter the
-worker, outputs are read with torch.load(weights_only=True), and results.json is written by
-the grader after every worker has ended.
+After the worker: kill_group, kill_user, and the cgroup's own kill-and-remove (cgroup.procs
+empty, then rmdir); its memory peak and OOM kills give the "ran out of memory" message.
+preflight.py probes each of these mechanisms before `cs336 grade` runs, which refuses to grade
+without them unless told --allow-unsandboxed. Without root none of the cgroup, 3-4 and 6 is
+possible: the worker runs as the grader's user, can read what the grader can read and could
+outlive a timeout by leaving the process group. The grader's protections that do not depend on
+the sandbox still hold: expected values never enter the worker, outputs are read as safetensors
+data (grade.read_output), and results.json is written by the grader after every worker has ended.
 """
 
 import ctypes
