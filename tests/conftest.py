@@ -55,7 +55,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """Snapshot tests (`test_<component>_matches_fixture`) first: a component's first failure is
     then the comparison with its fixture, which names the likely mistake. The slow SmolLM2 tests
-    (real weights) run only when -k names smollm2, or in the staff suite (tests/staff/)."""
+    (real weights) run only when -k names smollm2, or in the course staff's own suite."""
     keyword = config.getoption("keyword") or ""
     if "smollm2" not in keyword:
         slow = [item for item in items if item.get_closest_marker("smollm2") and "staff" not in item.path.parts]
