@@ -45,6 +45,11 @@ _ANYWHERE = frozenset({"F.scaled_dot_product_attention", "F.multi_head_attention
                        "aten._scaled_dot_product_efficient_attention", "aten._native_multi_head_attention",
                        "aten._transformer_encoder_layer_fwd"})
 
+_MHA = frozenset({"torch.nn.modules.activation.MultiheadAttention.forward", "F.multi_head_attention_forward",
+                  "aten._native_multi_head_attention"})
+_ROPE = frozenset({"torch.polar", "aten.polar", "torch.view_as_complex", "aten.view_as_complex"})
+_DECODER = _ANYWHERE | _MHA | _LINEAR | _SILU | _GLU | _SOFTMAX | _RMSNORM | _EMBEDDING
+
 # component -> the built-ins (canonical names, see call_name) it may not call
 BANNED = MappingProxyType({
     "linear": _ANYWHERE | _LINEAR,
@@ -57,6 +62,14 @@ BANNED = MappingProxyType({
     "swiglu": _ANYWHERE | _LINEAR | _SILU | _GLU,
     "positionwise_ffn": _ANYWHERE | _LINEAR | _SILU | _GELU | _GLU,
     "ffn_block": _ANYWHERE | _LINEAR | _SILU | _GELU | _GLU | _RMSNORM | _LAYERNORM,
+    # attention is softmax(Q K^T / sqrt(d_k)) V from matmuls and this package's softmax
+    "attention": _ANYWHERE | _SOFTMAX,
+    # RoPE as real arithmetic on adjacent pairs; the complex form is the oracle (Meta's llama)
+    "rope": _ANYWHERE | _ROPE,
+    "mha": _ANYWHERE | _MHA | _LINEAR | _SOFTMAX | _ROPE,
+    "block": _DECODER | _ROPE,
+    "lm": _DECODER | _ROPE,
+    "generate": _DECODER | _ROPE,
 })
 
 _PREFIXES = (("torch.nn.functional.", "F."), ("torch._C._nn.", "F."), ("torch._C._special.special_", "torch.special."),

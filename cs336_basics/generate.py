@@ -34,6 +34,7 @@ def generate(
     budget = min(max_new_tokens, context - ids.shape[-1])
     if budget <= 0:
         return
+    # BEGIN SOLUTION
     eos = set(eos_token_ids)
     cache = model.new_kv_cache(ids.shape[-1] + budget) if use_cache else None
     logits = model(ids, kv_cache=cache)[:, -1]  # (1, vocab): the prefill
@@ -47,3 +48,4 @@ def generate(
         else:
             ids = torch.cat([ids, token[:, None]], dim=-1)  # (1, n + step + 1)
             logits = model(ids)[:, -1]
+    # END SOLUTION

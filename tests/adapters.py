@@ -9,6 +9,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+import cs336_basics.generate as generation
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
@@ -158,6 +159,14 @@ def run_transformer_block(
     return _loaded(block, weights)(in_features)
 
 
+def _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights) -> TransformerLM:
+    """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings."""
+    kv_heads = _kv_heads(num_heads, d_model, weights["layers.0.attn.k_proj.weight"])
+    config = TransformerLMConfig(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta,
+                                 kv_heads, tie_embeddings="lm_head.weight" not in weights)  # fmt: skip
+    return _loaded(TransformerLM(config, **_like(weights["token_embeddings.weight"])), weights)
+
+
 def run_transformer_lm(
     vocab_size: int,
     context_length: int,
@@ -170,10 +179,24 @@ def run_transformer_lm(
     in_indices: Int[Tensor, " batch_size sequence_length"],
 ) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
     """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings."""
-    kv_heads = _kv_heads(num_heads, d_model, weights["layers.0.attn.k_proj.weight"])
-    config = TransformerLMConfig(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta,
-                                 kv_heads, tie_embeddings="lm_head.weight" not in weights)  # fmt: skip
-    return _loaded(TransformerLM(config, **_like(weights["token_embeddings.weight"])), weights)(in_indices)
+    return _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)(in_indices)
+
+
+def run_generate(
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float,
+    weights: dict[str, Tensor],
+    prompt_ids: Int[Tensor, " prompt_length"],
+    max_new_tokens: int,
+) -> Int[Tensor, " new_tokens"]:
+    """Beyond CS336: the token ids greedy decoding (temperature 0) appends to prompt_ids."""
+    model = _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)
+    return torch.tensor(list(generation.generate(model, prompt_ids.tolist(), max_new_tokens)), dtype=torch.long)
 
 
 # Beyond CS336 v1.0.2: the rest of this package's components.

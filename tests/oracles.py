@@ -60,6 +60,36 @@ def mha(x, wq, wk, wv, wo, num_heads, rope_fn=None, token_positions=None):
     return TF.linear(out.transpose(-3, -2).flatten(-2), wo)
 
 
+def sdpa_zero_masked_rows(Q, K, V, mask=None):
+    """torch's scaled dot-product attention, with this package's definition of a query that may
+    attend to nothing (zeros; torch gives NaN there). Leading dimensions are broadcast first
+    (grouped-query attention passes k and v with a size-1 group dimension)."""
+    batch = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    Q, K, V = (t.expand(*batch, *t.shape[-2:]) for t in (Q, K, V))
+    out = TF.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+    if mask is None:
+        return out
+    return out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+
+
+def rope_cos_sin_polar(d_k, theta, max_seq_len, device=None):
+    """cos and sin as Meta's llama precomputes them: freqs_cis = polar(1, outer(t, freqs))
+    (llama/model.py, precompute_freqs_cis), in float64."""
+    freqs = 1.0 / (theta ** (torch.arange(0, d_k, 2, dtype=torch.float64, device=device)[: d_k // 2] / d_k))
+    t = torch.arange(max_seq_len, dtype=torch.float64, device=device)
+    freqs_cis = torch.polar(torch.ones(max_seq_len, d_k // 2, dtype=torch.float64, device=device), torch.outer(t, freqs))
+    return freqs_cis.real.contiguous(), freqs_cis.imag.contiguous()
+
+
+def rope_complex_tables(x, cos, sin, token_positions):
+    """RoPE as llama's apply_rotary_emb: adjacent pairs as complex numbers times the table's
+    e^{i angle} at each position, in float64."""
+    d = x.shape[-1]
+    rot = torch.complex(cos.double(), sin.double())[token_positions]  # (..., seq, d/2)
+    z = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(z * rot).flatten(-2).to(x.dtype)
+
+
 BUILTIN_KERNELS = {
     "linear": TF.linear,
     "embedding": lambda token_ids, weight: TF.embedding(token_ids, weight),
@@ -70,6 +100,12 @@ BUILTIN_KERNELS = {
     "layernorm": lambda x, weight, bias, eps=1e-5: TF.layer_norm(x, (x.shape[-1],), weight, bias, eps),
     "swiglu_ffn": swiglu_ffn,
     "positionwise_ffn": positionwise_ffn,
+    "scaled_dot_product_attention": sdpa_zero_masked_rows,
+    "grouped_query_attention": lambda q, k, v, mask=None: sdpa_zero_masked_rows(
+        q, k.repeat_interleave(q.shape[-3] // k.shape[-3], -3), v.repeat_interleave(q.shape[-3] // v.shape[-3], -3), mask
+    ),
+    "rope_cos_sin": rope_cos_sin_polar,
+    "rope": rope_complex_tables,
 }
 
 

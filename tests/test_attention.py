@@ -5,6 +5,7 @@ F.scaled_dot_product_attention. Floors: max scaled error over seeds 0-49
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import scaled_error, tolerance
 
@@ -20,6 +21,12 @@ TOL = {
 }
 SHAPES = {"3d": ((2, 5, 16), (2, 7, 16), (2, 7, 8)), "4d": ((2, 3, 5, 16), (2, 3, 7, 16), (2, 3, 7, 8)),
           "5d": ((2, 2, 3, 5, 16), (2, 2, 3, 7, 16), (2, 2, 3, 7, 8))}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", fixture_names("attention"))
+def test_attention_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_scaled_dot_product_attention(**fx.kwargs), fx)
 
 
 def qkv(shape_id="4d", seed=0, dtype=F64):

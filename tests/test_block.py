@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as TF
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import TransformerBlock
 from cs336_basics.testing import scaled_error, tolerance
 
@@ -17,6 +18,12 @@ from .adapters import run_transformer_block
 F32 = torch.float32
 TOL = {"hf": tolerance(1.9e-7), "f64": tolerance(2.2e-15, F64)}  # measured 1.86e-7 (vs HF, float32), 2.13e-15
 D, H, SEQ, THETA, MAX_LEN, EPS = 48, 136, 9, 500.0, 64, 1e-5
+
+
+@pytest.mark.parametrize("case", fixture_names("block"))
+def test_block_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_transformer_block(**fx.kwargs), fx)
 
 
 def cs336_weights(num_kv_heads=2, seed=0, dtype=F64):

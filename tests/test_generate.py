@@ -4,11 +4,20 @@ every step (greedy and seeded sampling); stopping rules; nucleus filtering."""
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.generate import generate
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
 from cs336_basics.sampling import sample_next_token, top_p_filter
 
+from .adapters import run_generate
+
 CTX = 40
+
+
+@pytest.mark.parametrize("case", fixture_names("generate"))
+def test_generate_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_generate(**fx.kwargs), fx)
 
 
 @pytest.fixture(scope="module")

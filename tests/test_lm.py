@@ -5,6 +5,7 @@ untied), loaded under Hugging Face and Meta names. Floors over seeds 0-9
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import TransformerLM, TransformerLMConfig, convert
 from cs336_basics.nn.convert_llama import LAYER_NAMES, TOP_NAMES
 from cs336_basics.testing import scaled_error, tolerance
@@ -15,6 +16,12 @@ from .adapters import run_transformer_lm
 
 TOL = {"hf": tolerance(2.1e-5)}  # measured 2.02e-5 (float32; largest at seq 64, where HF's float32 RoPE angles drift)
 V, CTX, D, LAYERS, HEADS, KV, H, THETA = 97, 64, 48, 2, 4, 2, 136, 500.0
+
+
+@pytest.mark.parametrize("case", fixture_names("lm"))
+def test_lm_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_transformer_lm(**fx.kwargs), fx)
 
 
 def config(tie=False):

@@ -6,6 +6,7 @@ Floors: max scaled error over seeds 0-19 (`uv run python -m tests.test_mha`)."""
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import MultiHeadSelfAttention, RotaryPositionalEmbedding
 from cs336_basics.nn.kv_cache import KVCache
 from cs336_basics.testing import scaled_error, tolerance
@@ -24,6 +25,13 @@ TOL = {
 D, SEQ, THETA, MAX_LEN = 48, 9, 500.0, 64
 HEADS = {"mha": (4, 4), "gqa": (4, 2), "mqa": (4, 1)}  # (num_heads, num_kv_heads)
 POSITIONS = torch.tensor([3, 5, 6, 10, 11, 20, 21, 22, 40])  # increasing but not 0..n-1
+
+
+@pytest.mark.parametrize("case", fixture_names("mha"))
+def test_mha_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    run = run_multihead_self_attention_with_rope if "theta" in fx.kwargs else run_multihead_self_attention
+    snapshot.check(run(**fx.kwargs), fx)
 
 
 def weights(num_heads, num_kv_heads, seed=0, dtype=F64):

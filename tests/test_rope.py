@@ -5,6 +5,7 @@ Floors: max scaled error over seeds 0-49 (`uv run python -m tests.test_rope`).""
 import pytest
 import torch
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import RotaryPositionalEmbedding
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import scaled_error, tolerance
@@ -23,6 +24,12 @@ TOL = {
 D_K, THETA, MAX_LEN = 16, 500.0, 64
 # Not 0..n-1: gaps, a repeat and a decrease, so an implementation that ignores token_positions fails.
 POSITIONS = torch.tensor([3, 7, 7, 12, 40, 2, 63])
+
+
+@pytest.mark.parametrize("case", fixture_names("rope"))
+def test_rope_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(run_rope(**fx.kwargs), fx)
 
 
 def x_of(*batch, seed=0, dtype=F64):

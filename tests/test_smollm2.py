@@ -19,9 +19,22 @@ PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "Li
 LOGIT_TOL = tolerance(7.8e-6)
 
 
+def needs_every_component(fn, *args, **kwargs):
+    """fn(...), or a skip while some component still raises NotImplementedError (the handout)."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError as e:
+        pytest.skip(f"SmolLM2 needs every component; not implemented yet: {e}")
+
+
 @pytest.fixture(scope="session")
 def smollm2_ours():
-    return load_gguf_model(smollm2_path())
+    return needs_every_component(load_gguf_model, smollm2_path())
+
+
+def capital_of_france_answer(model, reader) -> list[int]:
+    """Greedy token ids answering PROMPTS[0], up to <|im_end|> (id 2) or 32 tokens."""
+    return needs_every_component(lambda: list(generate(model, chat_ids(reader, PROMPTS[0]), 32, eos_token_ids=[2])))
 
 
 @pytest.fixture(scope="session")
@@ -59,6 +72,17 @@ def test_smollm2_logits_match_transformers(smollm2_ours, smollm2_hf):
         with torch.no_grad():
             ours, theirs = model(ids), smollm2_hf[0](ids).logits
         assert_close(ours, theirs, LOGIT_TOL, f"SmolLM2 logits vs transformers on {prompt!r}")
+
+
+def test_smollm2_answers_the_capital_of_france_is_paris(smollm2_ours, smollm2_hf):
+    model, reader = smollm2_ours
+    ours = capital_of_france_answer(model, reader)
+    ids = chat_ids(reader, PROMPTS[0])
+    with torch.no_grad():
+        theirs = smollm2_hf[0].generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False)[0, len(ids) :].tolist()
+    answer = tokenizer_from_gguf(reader).decode(ours)
+    assert ours == theirs, f"your answer {answer!r} differs from transformers' {smollm2_hf[1].decode(theirs)!r}"
+    assert "Paris" in answer, answer
 
 
 def test_smollm2_greedy_tokens_match_transformers_generate(smollm2_ours, smollm2_hf):

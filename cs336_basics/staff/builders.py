@@ -149,3 +149,140 @@ def ffn_block_case(
         )
 
     return make
+
+
+# ---- decoder ----
+
+
+def attention_case(batch: tuple[int, ...], queries: int, keys: int, d_k: int, d_v: int, mask: str = "none",
+                   scale: float = 1.0) -> Make:
+    """mask: "none"; "random" (True with probability 1/2, never a whole row: key 0 always
+    allowed; not causal); "fully_masked_row" (random, and query 1 may attend to nothing)."""
+
+    def make(rng):
+        kw = dict(Q=randn(rng, *batch, queries, d_k, std=scale), K=randn(rng, *batch, keys, d_k, std=scale),
+                  V=randn(rng, *batch, keys, d_v))
+        if mask != "none":
+            m = rand(rng, *batch, queries, keys) < 0.5  # (..., queries, keys)
+            m[..., 0] = True
+            if mask == "fully_masked_row":
+                m[..., 1, :] = False
+            kw["mask"] = m
+        return kw
+
+    return make
+
+
+def _positions(rng: Rng, batch: tuple[int, ...], seq: int, max_seq_len: int, kind: str) -> Tensor | None:
+    """"arange": 0..seq-1; "none": not given (the module's default, arange); "random": distinct
+    sorted positions anywhere below max_seq_len, drawn per batch entry (not arange: a left-padded
+    or packed sequence); "end": the last seq positions before max_seq_len."""
+    if kind == "none":
+        return None
+    if kind == "arange":
+        return torch.arange(seq)
+    if kind == "end":
+        return torch.arange(max_seq_len - seq, max_seq_len)
+    rows = [np.sort(rng.choice(max_seq_len, size=seq, replace=False)) for _ in range(int(np.prod(batch)))]
+    return torch.from_numpy(np.stack(rows).reshape(*batch, seq).astype(np.int64))
+
+
+def rope_case(batch: tuple[int, ...], seq: int, d_k: int, theta: float, max_seq_len: int, positions: str = "arange",
+              x_std: float = 1.0) -> Make:
+    return lambda rng: dict(
+        d_k=d_k, theta=theta, max_seq_len=max_seq_len, in_query_or_key=randn(rng, *batch, seq, d_k, std=x_std),
+        token_positions=_positions(rng, batch, seq, max_seq_len, positions),
+    )
+
+
+def _attn_weights(rng: Rng, d_model: int, num_heads: int, num_kv_heads: int, prefix: str = "") -> dict:
+    d_k = d_model // num_heads
+    return {
+        f"{prefix}q_proj_weight": linear_weight(rng, d_model, d_model),
+        f"{prefix}k_proj_weight": linear_weight(rng, num_kv_heads * d_k, d_model),
+        f"{prefix}v_proj_weight": linear_weight(rng, num_kv_heads * d_k, d_model),
+        f"{prefix}o_proj_weight": linear_weight(rng, d_model, d_model),
+    }
+
+
+def mha_case(batch: tuple[int, ...], seq: int, d_model: int, num_heads: int, num_kv_heads: int | None = None,
+             theta: float | None = None, max_seq_len: int | None = None, positions: str = "none") -> Make:
+    """Without theta: run_multihead_self_attention (no RoPE); with it: ..._with_rope. Queries
+    and keys are scaled up (x_std 2) so that the attention is far from uniform."""
+
+    def make(rng):
+        kw = dict(d_model=d_model, num_heads=num_heads, **_attn_weights(rng, d_model, num_heads, num_kv_heads or num_heads),
+                  in_features=randn(rng, *batch, seq, d_model, std=2.0))
+        if theta is not None:
+            kw.update(max_seq_len=max_seq_len, theta=theta)
+            pos = _positions(rng, batch, seq, max_seq_len, positions)
+            if pos is not None:
+                kw["token_positions"] = pos
+        return kw
+
+    return make
+
+
+def _block_weights(rng: Rng, d_model: int, num_heads: int, num_kv_heads: int, d_ff: int, prefix: str = "") -> dict:
+    attn = _attn_weights(rng, d_model, num_heads, num_kv_heads)
+    return {
+        f"{prefix}ln1.weight": randn(rng, d_model, std=0.5, mean=1.0),
+        f"{prefix}attn.q_proj.weight": attn["q_proj_weight"],
+        f"{prefix}attn.k_proj.weight": attn["k_proj_weight"],
+        f"{prefix}attn.v_proj.weight": attn["v_proj_weight"],
+        f"{prefix}attn.output_proj.weight": attn["o_proj_weight"],
+        f"{prefix}ln2.weight": randn(rng, d_model, std=0.5, mean=1.0),
+        f"{prefix}ffn.w1.weight": linear_weight(rng, d_ff, d_model),
+        f"{prefix}ffn.w2.weight": linear_weight(rng, d_model, d_ff),
+        f"{prefix}ffn.w3.weight": linear_weight(rng, d_ff, d_model),
+    }
+
+
+def block_case(batch: int, seq: int, d_model: int, num_heads: int, d_ff: int, max_seq_len: int, theta: float,
+               num_kv_heads: int | None = None) -> Make:
+    return lambda rng: dict(
+        d_model=d_model, num_heads=num_heads, d_ff=d_ff, max_seq_len=max_seq_len, theta=theta,
+        weights=_block_weights(rng, d_model, num_heads, num_kv_heads or num_heads, d_ff),
+        in_features=randn(rng, batch, seq, d_model, std=2.0),
+    )
+
+
+def _lm_weights(rng: Rng, vocab_size: int, d_model: int, num_layers: int, num_heads: int, num_kv_heads: int, d_ff: int,
+                tie: bool) -> dict:
+    w = {"token_embeddings.weight": randn(rng, vocab_size, d_model)}
+    for i in range(num_layers):
+        w.update(_block_weights(rng, d_model, num_heads, num_kv_heads, d_ff, prefix=f"layers.{i}."))
+    w["ln_final.weight"] = randn(rng, d_model, std=0.5, mean=1.0)
+    if not tie:  # tied (SmolLM2): the head is token_embeddings.weight
+        w["lm_head.weight"] = linear_weight(rng, vocab_size, d_model) * 4.0  # logits O(1), far from uniform
+    return w
+
+
+def _lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta) -> dict:
+    return dict(vocab_size=vocab_size, context_length=context_length, d_model=d_model, num_layers=num_layers,
+                num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta)
+
+
+def lm_case(batch: int, seq: int, vocab_size: int, context_length: int, d_model: int, num_layers: int, num_heads: int,
+            d_ff: int, rope_theta: float = 10000.0, num_kv_heads: int | None = None, tie: bool = False) -> Make:
+    def make(rng):
+        w = _lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
+        ids = randint(rng, 0, vocab_size, (batch, seq))
+        ids.view(-1)[:2] = torch.tensor([0, vocab_size - 1])  # both ends of the vocabulary
+        return dict(**_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+                    weights=w, in_indices=ids)
+
+    return make
+
+
+def generate_case(prompt_len: int, max_new_tokens: int, vocab_size: int, context_length: int, d_model: int,
+                  num_layers: int, num_heads: int, d_ff: int, rope_theta: float = 10000.0,
+                  num_kv_heads: int | None = None, tie: bool = False) -> Make:
+    """Greedy generation from small random weights: the token ids are the output."""
+
+    def make(rng):
+        w = _lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
+        return dict(**_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+                    weights=w, prompt_ids=randint(rng, 0, vocab_size, (prompt_len,)), max_new_tokens=max_new_tokens)
+
+    return make

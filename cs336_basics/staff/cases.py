@@ -24,14 +24,20 @@ from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR
 from cs336_basics.staff.builders import (
     Make,
+    attention_case,
+    block_case,
     edited,
     embedding_case,
     ffn_block_case,
+    generate_case,
     layernorm_case,
     linear_case,
+    lm_case,
+    mha_case,
     pointwise_case,
     positionwise_case,
     rmsnorm_case,
+    rope_case,
     softmax_case,
     swiglu_case,
 )
@@ -39,6 +45,7 @@ from cs336_basics.testing import tolerance
 
 F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
 HIDDEN_FIXTURES_DIR = FIXTURES_DIR.parent / "hidden_fixtures"  # never shipped to students
+I64 = torch.int64
 EXACT = None  # the floor of a case whose every correct answer is bit-exact (a row copy): tol = 0
 
 
@@ -50,8 +57,13 @@ class Case:
     seed: int
     make: Make  # rng -> the adapter's keyword arguments, float32
     floor: float | None  # measured; EXACT (None) for tolerance 0
-    dtype: torch.dtype = F32  # the inputs' (and the output's) dtype
+    dtype: torch.dtype = F32  # the inputs' (and, unless out_dtype says otherwise, the output's) dtype
     hidden: bool = False
+    out_dtype: torch.dtype | None = None  # the output's dtype when it is not `dtype` (token ids: int64)
+
+    @property
+    def output_dtype(self) -> torch.dtype:
+        return self.dtype if self.out_dtype is None else self.out_dtype
 
     @property
     def tol(self) -> float:
@@ -141,6 +153,35 @@ PUBLIC_CASES = [
          floor=3.7e-7),
     Case("ffn_block_original", "ffn_block", "run_ffn_block", 23,
          ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True), floor=4.1e-7),
+    # attention: CS336's shapes (4 x 12 queries, 16 keys, d_k 64) with a mask that is not causal
+    # (a causal-only implementation, or an inverted mask, fails); no mask; 4-D with d_v != d_k
+    Case("attention_random_mask", "attention", "run_scaled_dot_product_attention", 28,
+         attention_case((4,), 12, 16, 64, 64, mask="random", scale=1.5), floor=1.2e-6),
+    Case("attention_unmasked", "attention", "run_scaled_dot_product_attention", 29,
+         attention_case((2, 3), 10, 10, 16, 8, scale=2.0), floor=3.7e-7),
+    # rope: CS336's (4 x 12, d_k 64, theta 10000) at positions 0..11; per-row positions that are
+    # not arange (a packed or left-padded batch) in a table of 1024
+    Case("rope", "rope", "run_rope", 30, rope_case((4,), 12, 64, 10000.0, 2048), floor=7.3e-8),
+    Case("rope_positions_not_arange", "rope", "run_rope", 31, rope_case((2, 3), 9, 32, 10000.0, 1024, positions="random"),
+         floor=7.9e-8),
+    # mha: no RoPE; with RoPE, grouped-query (2 kv heads for 4 query heads) at positions not arange
+    Case("mha", "mha", "run_multihead_self_attention", 32, mha_case((4,), 12, 64, 4), floor=2.1e-6),
+    Case("mha_rotary_gqa", "mha", "run_multihead_self_attention_with_rope", 33,
+         mha_case((2,), 10, 64, 4, num_kv_heads=2, theta=10000.0, max_seq_len=64, positions="random"), floor=9.9e-7),
+    # block: CS336's pre-norm layer; grouped-query with a sequence shorter than max_seq_len
+    Case("block", "block", "run_transformer_block", 34, block_case(4, 12, 64, 4, 128, 16, 10000.0), floor=6.7e-7),
+    Case("block_gqa_short", "block", "run_transformer_block", 35,
+         block_case(2, 7, 64, 4, 96, 32, 10000.0, num_kv_heads=2), floor=5.8e-7),
+    # lm: 2 layers, untied head, input shorter than the context; tied head (SmolLM2) with GQA
+    Case("lm", "lm", "run_transformer_lm", 36, lm_case(4, 12, 100, 16, 64, 2, 4, 128), floor=1.6e-6),
+    Case("lm_tied_head_gqa", "lm", "run_transformer_lm", 37, lm_case(2, 9, 80, 32, 64, 2, 4, 96, num_kv_heads=2, tie=True),
+         floor=1.3e-6),
+    # generate: greedy token ids (exact) from a 5-token prompt; a prompt that leaves room for
+    # only 4 of the 10 tokens asked for (generation stops at context_length)
+    Case("generate_greedy", "generate", "run_generate", 38, generate_case(5, 12, 64, 32, 32, 2, 4, 64),
+         floor=EXACT, out_dtype=I64),
+    Case("generate_until_context_full", "generate", "run_generate", 39,
+         generate_case(12, 10, 64, 16, 32, 2, 4, 64, num_kv_heads=2, tie=True), floor=EXACT, out_dtype=I64),
 ]
 
 HIDDEN_CASES = [
@@ -209,6 +250,40 @@ HIDDEN_CASES = [
            ffn_block_case((), 16, 36, "layernorm", "positionwise", "relu"), floor=5.6e-8),
     hidden("ffn_block_rms_glu_bf16", "ffn_block", "run_ffn_block", 1094,
            ffn_block_case((4, 6), 24, 100, "rmsnorm", "swiglu", "silu"), floor=2.6e-3, dtype=BF16),
+    # attention: a query that may attend to nothing (zeros, not NaN); 3-D bfloat16; one query
+    hidden("attention_fully_masked_row", "attention", "run_scaled_dot_product_attention", 1101,
+           attention_case((3,), 5, 7, 8, 8, mask="fully_masked_row", scale=1.5), floor=2.6e-7),
+    hidden("attention_bf16", "attention", "run_scaled_dot_product_attention", 1102,
+           attention_case((2, 2), 6, 9, 16, 16, mask="random", scale=1.5), floor=9.3e-3, dtype=BF16),
+    hidden("attention_one_query", "attention", "run_scaled_dot_product_attention", 1103,
+           attention_case((), 1, 13, 24, 5), floor=7.6e-8),
+    # rope: the last positions of an 8192 table with Llama 3's theta 500000; 2-D bfloat16; d_k 2
+    hidden("rope_end_of_long_table", "rope", "run_rope", 1111, rope_case((2,), 6, 16, 500000.0, 8192, positions="end"),
+           floor=6.7e-8),
+    hidden("rope_bf16", "rope", "run_rope", 1112, rope_case((), 7, 24, 10000.0, 16, x_std=2.0), floor=2.1e-3, dtype=BF16),
+    hidden("rope_pair_random_positions", "rope", "run_rope", 1113, rope_case((5,), 4, 2, 100.0, 50, positions="random"),
+           floor=3.5e-8),
+    # mha: multi-query (one kv head) in bfloat16; 3-D batch of odd length with RoPE; one token
+    hidden("mha_mqa_bf16", "mha", "run_multihead_self_attention_with_rope", 1121,
+           mha_case((2,), 6, 48, 4, num_kv_heads=1, theta=10000.0, max_seq_len=16), floor=2.6e-2, dtype=BF16),
+    hidden("mha_3d_batch_odd", "mha", "run_multihead_self_attention_with_rope", 1122,
+           mha_case((2, 3), 7, 36, 3, theta=500000.0, max_seq_len=100, positions="random"), floor=1.5e-6),
+    hidden("mha_one_token", "mha", "run_multihead_self_attention", 1123, mha_case((3,), 1, 32, 8, num_kv_heads=2),
+           floor=1.4e-7),
+    # block: multi-query, odd d_ff; a full-length bfloat16 sequence
+    hidden("block_mqa_odd", "block", "run_transformer_block", 1131,
+           block_case(3, 5, 48, 4, 100, 8, 10000.0, num_kv_heads=1), floor=5.2e-7),
+    hidden("block_bf16", "block", "run_transformer_block", 1132, block_case(2, 8, 32, 2, 64, 8, 10000.0), floor=5.2e-3,
+           dtype=BF16),
+    # lm: one layer, odd vocabulary, the whole context; three layers, tied, multi-query, bfloat16
+    hidden("lm_one_layer_full_context", "lm", "run_transformer_lm", 1141, lm_case(3, 8, 37, 8, 32, 1, 2, 64), floor=6.4e-7),
+    hidden("lm_tied_mqa_bf16", "lm", "run_transformer_lm", 1142,
+           lm_case(2, 6, 50, 16, 48, 3, 4, 100, num_kv_heads=1, tie=True), floor=2.8e-2, dtype=BF16),
+    # generate: a one-token prompt, multi-query, tied; 3 layers and an odd vocabulary
+    hidden("generate_one_token_prompt", "generate", "run_generate", 1151,
+           generate_case(1, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=1, tie=True), floor=EXACT, out_dtype=I64),
+    hidden("generate_three_layers", "generate", "run_generate", 1152, generate_case(4, 7, 53, 16, 48, 3, 3, 80),
+           floor=EXACT, out_dtype=I64),
 ]
 
 CASES = PUBLIC_CASES + HIDDEN_CASES

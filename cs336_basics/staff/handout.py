@@ -67,12 +67,25 @@ def _summary(doc: str | None) -> str:
     return text[: match.end()] if match else text
 
 
+# Defs and classes whose names do not start with their component's name (underscores ignored).
+ALIASES = {
+    "scaleddotproductattention": "attention",
+    "rotarypositionalembedding": "rope",
+    "causalmask": "mha",
+    "groupedqueryattention": "mha",
+    "multihead": "mha",  # functional.multihead_self_attention, MultiHeadSelfAttention
+    "transformerblock": "block",
+    "transformerlm": "lm",
+}
+
+
 def _component(qualname: str) -> str | None:
-    """`SwiGLUFFN.forward` and `functional.swiglu_ffn` -> swiglu: the longest component name that
-    starts the def's or class's name, underscores ignored."""
+    """`SwiGLUFFN.forward` and `functional.swiglu_ffn` -> swiglu: the longest component name (or
+    ALIASES key) that starts the def's or class's name, underscores ignored."""
     name = qualname.removeprefix("functional.").split(".")[0].lower().replace("_", "")
-    found = [c for c in COMPONENTS if name.startswith(c.replace("_", ""))]
-    return max(found, key=len) if found else None
+    names = {c.replace("_", ""): c for c in COMPONENTS} | ALIASES
+    found = [key for key in names if name.startswith(key)]
+    return names[max(found, key=len)] if found else None
 
 
 def _enclosing_defs(tree: ast.Module) -> list[tuple[ast.AST, str, str | None]]:

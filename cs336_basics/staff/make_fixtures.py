@@ -62,7 +62,7 @@ def generate(case: Case, inputs: dict | None = None) -> Fixture:
     output and the fingerprints of the mistakes that fail it."""
     inputs = draw(case) if inputs is None else inputs
     expected = expected_output(case.adapter, inputs)
-    return Fixture(case.name, case.component, case.adapter, inputs, expected, out_dtype=case.dtype, tol=case.tol,
+    return Fixture(case.name, case.component, case.adapter, inputs, expected, out_dtype=case.output_dtype, tol=case.tol,
                    mistakes=fingerprints(case, inputs, expected))
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from cs336_basics.nn import FFNBlock
+import cs336_basics.generate as generation
+from cs336_basics.nn import FFNBlock, TransformerBlock, TransformerLM
 from cs336_basics.nn import functional as F
 
 
@@ -208,6 +209,242 @@ def block_residual_of_normed_input(self, x):
     return h + self.feed_forward(h)
 
 
+# --- attention (scaled_dot_product_attention) -------------------------------------------------
+
+
+def sdpa_mask_inverted(Q, K, V, mask=None):
+    """Mask polarity inverted: True treated as 'blocked' (masked_fill(mask, -inf))."""
+    s = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(mask, float("-inf"))
+    return F.softmax(s, -1) @ V
+
+
+def sdpa_scale_by_d_k(Q, K, V, mask=None):
+    """Scores divided by d_k instead of sqrt(d_k)."""
+    s = Q @ K.transpose(-1, -2) / Q.shape[-1]
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    return F.softmax(s, -1) @ V
+
+
+def sdpa_softmax_over_queries(Q, K, V, mask=None):
+    """Softmax over the query axis (dim=-2) instead of the key axis."""
+    s = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.nan_to_num(F.softmax(s, -2)) @ V
+
+
+def sdpa_mask_after_softmax(Q, K, V, mask=None):
+    """Mask applied by zeroing probabilities after the softmax: rows no longer sum to 1."""
+    p = F.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1)
+    if mask is not None:
+        p = p * mask
+    return p @ V
+
+
+def sdpa_no_scale(Q, K, V, mask=None):
+    """No 1/sqrt(d_k) scaling at all."""
+    s = Q @ K.transpose(-1, -2)
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    return F.softmax(s, -1) @ V
+
+
+# --- rope --------------------------------------------------------------------------------------
+
+
+_rope = F.rope  # the correct kernel, for mistakes that call it while F.rope is replaced
+
+
+def _angles(x, cos, sin, token_positions):
+    return cos[token_positions].to(x.dtype), sin[token_positions].to(x.dtype)
+
+
+def rope_rotate_halves(x, cos, sin, token_positions):
+    """Rotates halves (x_k with x_{k+d/2}, Hugging Face's rotate_half) instead of adjacent pairs."""
+    c, s = _angles(x, cos, sin, token_positions)
+    h = x.shape[-1] // 2
+    x0, x1 = x[..., :h], x[..., h:]
+    return torch.cat([x0 * c - x1 * s, x0 * s + x1 * c], -1)
+
+
+def rope_ignores_positions(x, cos, sin, token_positions):
+    """Uses 0..seq-1 whatever token_positions says."""
+    return _rope(x, cos, sin, torch.arange(x.shape[-2]))
+
+
+def rope_sign_flipped(x, cos, sin, token_positions):
+    """Rotates by -angle (sin sign swapped between the two outputs)."""
+    return _rope(x, cos, -sin, token_positions)
+
+
+def rope_frequency_uses_k_not_2k(x, cos, sin, token_positions):
+    """Frequencies theta^(-k/d_k) instead of theta^(-2k/d_k) (the pair index not doubled)."""
+    inv_freq = torch.acos(cos[1].clamp(-1, 1))  # position 1's angles: theta^(-2k/d_k), all in [0, 1]
+    angles = token_positions.to(torch.float64)[..., None] * inv_freq.sqrt()  # theta^(-k/d_k)
+    return _rope_with_angles(x, angles)
+
+
+def _rope_with_angles(x, ang):
+    c, s = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    p = x.unflatten(-1, (-1, 2))
+    x0, x1 = p[..., 0], p[..., 1]
+    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), -1).flatten(-2)
+
+
+# --- mha -----------------------------------------------------------------------------------------
+
+
+def mha_no_causal_mask(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
+                       token_positions=None, kv_cache=None):  # fmt: skip
+    """No causal mask: every position sees the future."""
+    d_k = q_proj_weight.shape[0] // num_heads
+    q = (x @ q_proj_weight.T).unflatten(-1, (num_heads, d_k)).transpose(-3, -2)
+    k = (x @ k_proj_weight.T).unflatten(-1, (-1, d_k)).transpose(-3, -2)
+    v = (x @ v_proj_weight.T).unflatten(-1, (-1, d_k)).transpose(-3, -2)
+    if rope_cache is not None:
+        pos = torch.arange(x.shape[-2]) if token_positions is None else token_positions
+        q, k = F.rope(q, *rope_cache, pos.unsqueeze(-2)), F.rope(k, *rope_cache, pos.unsqueeze(-2))
+    out = F.grouped_query_attention(q, k, v, None)
+    return out.transpose(-3, -2).flatten(-2) @ o_proj_weight.T
+
+
+def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
+                          token_positions=None, kv_cache=None):  # fmt: skip
+    """Heads split as (d_k, num_heads) instead of (num_heads, d_k): each head mixes strided columns."""
+    d_k = q_proj_weight.shape[0] // num_heads
+    split = lambda t, h: t.unflatten(-1, (d_k, h)).transpose(-1, -2).transpose(-3, -2)  # noqa: E731
+    q, k, v = split(x @ q_proj_weight.T, num_heads), split(x @ k_proj_weight.T, k_proj_weight.shape[0] // d_k), split(x @ v_proj_weight.T, v_proj_weight.shape[0] // d_k)
+    if rope_cache is not None:
+        pos = torch.arange(x.shape[-2]) if token_positions is None else token_positions
+        q, k = F.rope(q, *rope_cache, pos.unsqueeze(-2)), F.rope(k, *rope_cache, pos.unsqueeze(-2))
+    out = F.grouped_query_attention(q, k, v, F.causal_mask(x.shape[-2], x.shape[-2]))
+    return out.transpose(-3, -2).flatten(-2) @ o_proj_weight.T
+
+
+def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
+                                  rope_cache=None, token_positions=None, kv_cache=None):  # fmt: skip
+    """GQA with kv heads repeated by tiling (repeat) rather than repeat_interleave: query head h
+    uses kv head h % num_kv_heads instead of h // group."""
+    d_k = q_proj_weight.shape[0] // num_heads
+    q = (x @ q_proj_weight.T).unflatten(-1, (num_heads, d_k)).transpose(-3, -2)
+    k = (x @ k_proj_weight.T).unflatten(-1, (-1, d_k)).transpose(-3, -2)
+    v = (x @ v_proj_weight.T).unflatten(-1, (-1, d_k)).transpose(-3, -2)
+    if rope_cache is not None:
+        pos = torch.arange(x.shape[-2]) if token_positions is None else token_positions
+        q, k = F.rope(q, *rope_cache, pos.unsqueeze(-2)), F.rope(k, *rope_cache, pos.unsqueeze(-2))
+    group = num_heads // k.shape[-3]
+    k, v = k.repeat(*([1] * (k.dim() - 3)), group, 1, 1), v.repeat(*([1] * (v.dim() - 3)), group, 1, 1)
+    out = F.scaled_dot_product_attention(q, k, v, F.causal_mask(x.shape[-2], x.shape[-2]))
+    return out.transpose(-3, -2).flatten(-2) @ o_proj_weight.T
+
+
+def mha_rope_on_values(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
+                       token_positions=None, kv_cache=None):  # fmt: skip
+    """RoPE applied to the values as well as queries and keys."""
+    d_k = q_proj_weight.shape[0] // num_heads
+    q = (x @ q_proj_weight.T).unflatten(-1, (num_heads, d_k)).transpose(-3, -2)
+    k = (x @ k_proj_weight.T).unflatten(-1, (-1, d_k)).transpose(-3, -2)
+    v = (x @ v_proj_weight.T).unflatten(-1, (-1, d_k)).transpose(-3, -2)
+    if rope_cache is not None:
+        pos = (torch.arange(x.shape[-2]) if token_positions is None else token_positions).unsqueeze(-2)
+        q, k, v = (F.rope(t, *rope_cache, pos) for t in (q, k, v))
+    out = F.grouped_query_attention(q, k, v, F.causal_mask(x.shape[-2], x.shape[-2]))
+    return out.transpose(-3, -2).flatten(-2) @ o_proj_weight.T
+
+
+# --- block and lm (as forward functions of the modules) --------------------------------------------
+
+
+def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None):
+    """Post-norm (Vaswani et al. 2017): norm(x + attn(x)) instead of x + attn(norm(x))."""
+    h = block.ln1(x + block.attn(x, token_positions, kv_cache))
+    return block.ln2(h + block.ffn(h))
+
+
+def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None):
+    """The FFN reads ln2 of the block input x, not of h = x + attn(...) (parallel-block by accident)."""
+    h = x + block.attn(block.ln1(x), token_positions, kv_cache)
+    return h + block.ffn(block.ln2(x))
+
+
+def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None):
+    """ln1 and ln2 swapped (each sub-layer normalised with the other's gain)."""
+    h = x + block.attn(block.ln2(x), token_positions, kv_cache)
+    return h + block.ffn(block.ln1(h))
+
+
+def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None):
+    """ln_final skipped before the output head."""
+    x = model.token_embeddings(in_indices)
+    for layer in model.layers:
+        x = layer(x, token_positions)
+    head = model.token_embeddings.weight if model.lm_head is None else model.lm_head.weight
+    return F.linear(x, head)
+
+
+def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None):
+    """Returns probabilities (softmax of the logits) instead of logits."""
+    x = model.token_embeddings(in_indices)
+    for layer in model.layers:
+        x = layer(x, token_positions)
+    head = model.token_embeddings.weight if model.lm_head is None else model.lm_head.weight
+    return F.softmax(F.linear(model.ln_final(x), head), -1)
+
+
+def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None):
+    """The output head is always token_embeddings.weight, even when lm_head.weight was loaded.
+    (Positions starting at 1 instead of 0 would be no mistake: RoPE scores depend only on offsets.)"""
+    x = model.token_embeddings(in_indices)
+    for i, layer in enumerate(model.layers):
+        x = layer(x, token_positions, kv_cache[i] if kv_cache else None)
+    return F.linear(model.ln_final(x), model.token_embeddings.weight)
+
+
+# --- generate (replacements for cs336_basics.generate.generate) ----------------------------------
+
+
+def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                               generator=None, use_cache=True):  # fmt: skip
+    """With a KV cache, each new token is fed at position 0 (token_positions not offset by the cache length)."""
+    ids = torch.tensor(list(prompt_ids))[None]
+    budget = min(max_new_tokens, model.config.context_length - ids.shape[-1])
+    cache = model.new_kv_cache(ids.shape[-1] + budget)
+    with torch.no_grad():
+        logits = model(ids, kv_cache=cache)[:, -1]
+        for step in range(budget):
+            token = logits.argmax(-1)
+            yield int(token)
+            if step < budget - 1:
+                logits = model(token[:, None], token_positions=torch.tensor([0]), kv_cache=cache)[:, -1]
+
+
+def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                                 generator=None, use_cache=True):  # fmt: skip
+    """Picks each next token from the logits of position 0 instead of the last position."""
+    ids = list(prompt_ids)
+    budget = min(max_new_tokens, model.config.context_length - len(ids))
+    with torch.no_grad():
+        for _ in range(budget):
+            ids.append(int(model(torch.tensor([ids]))[0, 0].argmax()))
+            yield ids[-1]
+
+
+def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                                generator=None, use_cache=True):  # fmt: skip
+    """Recomputes only the newest token at each step, without a cache: it attends to itself alone."""
+    ids = torch.tensor(list(prompt_ids))[None]
+    budget = min(max_new_tokens, model.config.context_length - ids.shape[-1])
+    with torch.no_grad():
+        logits = model(ids)[:, -1]
+        for step in range(budget):
+            token = logits.argmax(-1)
+            yield int(token)
+            logits = model(token[:, None], token_positions=torch.tensor([ids.shape[-1] + step]))[:, -1]
+
+
 # ---- correct implementations written differently ---------------------------------------
 
 
@@ -244,6 +481,39 @@ def swiglu_in_three_lines(x, w1, w2, w3, activation="silu"):
     gate = x @ w1.T
     gate = gate * torch.sigmoid(gate.float()).to(gate.dtype)  # SiLU, sigmoid in float32
     return (gate * (x @ w3.T)) @ w2.T
+
+
+def attention_scaled_queries_logsumexp(Q, K, V, mask=None):
+    # Q / sqrt(d_k) before the product, softmax as exp(s - logsumexp(s)); a fully masked row -> zeros
+    dtype = up(Q).dtype
+    scores = (up(Q) * Q.shape[-1] ** -0.5) @ up(K).transpose(-1, -2)
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=dtype))
+    lse = torch.logsumexp(scores, -1, keepdim=True)
+    probs = torch.where(torch.isneginf(lse), torch.zeros_like(scores), torch.exp(scores - lse))
+    return probs.to(V.dtype) @ V
+
+
+def rope_complex_multiplication(x, cos, sin, token_positions):
+    # Meta's llama apply_rotary_emb: adjacent pairs as complex numbers times e^{i angle}
+    dtype = up(x).dtype
+    rot = torch.complex(cos[token_positions].to(dtype), sin[token_positions].to(dtype))  # (..., seq, d_k/2)
+    z = torch.view_as_complex(up(x).reshape(*x.shape[:-1], -1, 2).contiguous())
+    return torch.view_as_real(z * rot).flatten(-2).to(x.dtype)
+
+
+def gqa_repeat_kv(q, k, v, mask=None):
+    # Hugging Face's repeat_kv: copy each key/value head for its group of query heads
+    group = q.shape[-3] // k.shape[-3]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(group, -3), v.repeat_interleave(group, -3), mask)
+
+
+_generate = generation.generate
+
+
+def generate_recomputing_everything(*args, **kwargs):
+    # no KV cache: the whole sequence runs again at every step
+    return _generate(*args, **{**kwargs, "use_cache": False})
 
 
 @dataclass(frozen=True)
@@ -534,6 +804,56 @@ MISTAKES = [
     ),
 ]
 
+MISTAKES += [
+    Mistake("attention-mask_inverted", F, "scaled_dot_product_attention", sdpa_mask_inverted,
+            diagnosis="attention treating True in the mask as blocked (masked_fill(mask, -inf) instead of ~mask)"),
+    Mistake("attention-scaled_by_d_k", F, "scaled_dot_product_attention", sdpa_scale_by_d_k,
+            diagnosis="attention dividing the scores by d_k instead of sqrt(d_k)"),
+    Mistake("attention-softmax_over_queries", F, "scaled_dot_product_attention", sdpa_softmax_over_queries,
+            diagnosis="attention with the softmax over the queries (dim=-2) instead of over the keys (dim=-1)"),
+    Mistake("attention-mask_after_softmax", F, "scaled_dot_product_attention", sdpa_mask_after_softmax,
+            diagnosis="attention zeroing masked probabilities after the softmax (the rows no longer sum to 1)"),
+    Mistake("attention-no_scaling", F, "scaled_dot_product_attention", sdpa_no_scale,
+            diagnosis="attention without the 1/sqrt(d_k) scaling of the scores"),
+    Mistake("rope-rotates_halves", F, "rope", rope_rotate_halves,
+            diagnosis="RoPE pairing x[k] with x[k + d_k/2] (Hugging Face's rotate_half) instead of adjacent pairs "
+                      "(x[2k], x[2k+1])"),
+    Mistake("rope-ignores_token_positions", F, "rope", rope_ignores_positions,
+            diagnosis="RoPE at positions 0, 1, ..., seq-1 whatever token_positions says"),
+    Mistake("rope-rotates_backwards", F, "rope", rope_sign_flipped,
+            diagnosis="RoPE rotating by minus the angle (the signs of the sin terms swapped)"),
+    Mistake("rope-frequency_exponent_k_not_2k", F, "rope", rope_frequency_uses_k_not_2k,
+            diagnosis="RoPE with frequencies theta^(-k/d_k) instead of theta^(-2k/d_k) for pair k"),
+    Mistake("mha-no_causal_mask", F, "multihead_self_attention", mha_no_causal_mask,
+            diagnosis="self-attention without the causal mask (every position sees later tokens)"),
+    Mistake("mha-heads_split_wrong", F, "multihead_self_attention", mha_heads_split_wrong,
+            diagnosis="self-attention splitting d_model into (d_k, num_heads) instead of (num_heads, d_k)"),
+    Mistake("mha-kv_heads_tiled", F, "multihead_self_attention", mha_gqa_tiled_not_interleaved,
+            diagnosis="grouped-query attention with query head h reading kv head h % num_kv_heads (tiled) instead of "
+                      "h // (num_heads / num_kv_heads)"),
+    Mistake("mha-rotary_on_values", F, "multihead_self_attention", mha_rope_on_values,
+            diagnosis="self-attention rotating the values as well as the queries and keys"),
+    Mistake("block-post_norm", TransformerBlock, "forward", decoder_block_post_norm,
+            diagnosis="the decoder layer normalising after each residual sum (post-norm)"),
+    Mistake("block-ffn_reads_block_input", TransformerBlock, "forward", decoder_block_ffn_reads_block_input,
+            diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention"),
+    Mistake("block-norms_swapped", TransformerBlock, "forward", decoder_block_norms_swapped,
+            diagnosis="the decoder layer with ln1 and ln2 swapped"),
+    Mistake("lm-no_final_norm", TransformerLM, "forward", lm_no_final_norm,
+            diagnosis="the language model without ln_final before the output head"),
+    Mistake("lm-returns_probabilities", TransformerLM, "forward", lm_softmax_output,
+            diagnosis="the language model returning softmax probabilities instead of logits"),
+    Mistake("lm-head_always_tied", TransformerLM, "forward", lm_always_tied,
+            diagnosis="the language model using token_embeddings.weight as the output head even when lm_head.weight "
+                      "is given (untied)"),
+    Mistake("generate-positions_restart_with_cache", generation, "generate", generate_positions_restart,
+            diagnosis="generation feeding each new token at position 0 (not after the cached ones)"),
+    Mistake("generate-next_token_from_first_position", generation, "generate", generate_from_first_position,
+            diagnosis="generation choosing each token from the logits of the first position instead of the last"),
+    Mistake("generate-newest_token_alone", generation, "generate", generate_cache_not_advanced,
+            diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)"),
+]
+
 VARIANTS = [
     Variant("linear-matmul", F, "linear", linear_matmul),
     Variant("silu-exp_division", F, "silu", silu_exp_division),
@@ -541,4 +861,8 @@ VARIANTS = [
     Variant("rmsnorm-meta_cast_order", F, "rmsnorm", rmsnorm_meta_cast_order),
     Variant("layernorm-torch_var", F, "layernorm", layernorm_torch_var),
     Variant("swiglu-matmuls", F, "swiglu_ffn", swiglu_in_three_lines),
+    Variant("attention-scaled_queries_logsumexp", F, "scaled_dot_product_attention", attention_scaled_queries_logsumexp),
+    Variant("rope-complex_multiplication", F, "rope", rope_complex_multiplication),
+    Variant("mha-repeat_kv", F, "grouped_query_attention", gqa_repeat_kv),
+    Variant("generate-without_cache", generation, "generate", generate_recomputing_everything),
 ]

@@ -52,7 +52,22 @@ def scores_if_only(*working: str) -> dict[str, float]:
 
 
 ALL = tuple(POINTS)
-ALL_BUT_CHEATED = tuple(c for c in POINTS if c != CHEATED)
+# Components whose cases also run another component's code: the decoder is built from the FFN parts
+# (attention calls softmax; the layer and the model call RMSNorm; the model looks up embeddings).
+USERS = {
+    "embedding": ("lm", "generate"),
+    "softmax": ("attention", "mha", "block", "lm", "generate"),
+    "rmsnorm": ("ffn_block", "block", "lm", "generate"),
+}
+
+
+def unaffected_by(*broken: str) -> tuple[str, ...]:
+    """The components that use none of `broken`'s code."""
+    hit = set(broken).union(*(USERS.get(b, ()) for b in broken))
+    return tuple(c for c in ALL if c not in hit)
+
+
+ALL_BUT_CHEATED = unaffected_by(CHEATED)
 
 
 # ------------------------------------------------------------------ building the samples
@@ -421,7 +436,7 @@ def memorised(tmp: Path) -> Path:
 def build_samples(tmp: Path) -> dict[str, Path]:
     """Every sample submission, as a directory (or zip) under tmp, where the handout and the reference are."""
     samples = {"handout": tmp / "handout", "reference": tmp / "reference"}
-    samples["partial"] = sample(tmp, "partial", lambda r: r.component in ("linear", "silu", "rmsnorm"))
+    samples["partial"] = sample(tmp, "partial", lambda r: r.component in ("linear", "silu", "rmsnorm", "rope"))
     samples["reference_zip"] = Path(shutil.make_archive(str(tmp / "reference_zip"), "zip", tmp, "reference"))
     samples["memorised_fixtures"] = memorised(tmp)
     root = samples["changes_input"] = sample(tmp, "changes_input")
@@ -543,7 +558,8 @@ def test_grader_untouched_handout_scores_zero(graded):
 
 
 def test_grader_partial_submission_scores_exactly_its_finished_components(graded):
-    assert graded["partial"].component_scores() == scores_if_only("linear", "silu", "rmsnorm")
+    # rope needs none of the others: its stubs restored alone earn its points
+    assert graded["partial"].component_scores() == scores_if_only("linear", "silu", "rmsnorm", "rope")
 
 
 def test_grader_memorised_public_fixtures_score_zero(graded):
@@ -557,8 +573,8 @@ def test_grader_kernel_that_changes_its_input_loses_that_component(graded):
     report = graded["changes_input"]
     scores = report.component_scores()
     assert scores["rmsnorm"] == 0 and 0 < scores["ffn_block"] < POINTS["ffn_block"]  # its RMSNorm cases only
-    assert {c: s for c, s in scores.items() if c not in ("rmsnorm", "ffn_block")} == \
-        {c: s for c, s in scores_if_only(*ALL).items() if c not in ("rmsnorm", "ffn_block")}
+    fine = unaffected_by("rmsnorm")
+    assert {c: scores[c] for c in fine} == {c: float(POINTS[c]) for c in fine}
     assert all("changed its input in_features in place" in r.output
                for r in report.results if r.case.component == "rmsnorm" and not r.case.hidden)
 
@@ -593,7 +609,7 @@ def test_grader_import_error_scores_zero_and_says_why(graded):
 
 def test_grader_infinite_loop_loses_only_that_component(graded):
     report = graded["infinite_loop"]
-    assert report.component_scores() == scores_if_only(*(c for c in ALL if c != "softmax"))
+    assert report.component_scores() == scores_if_only(*unaffected_by("softmax"))
     assert all("time limit of 3 s" in o for o in outputs(report, "softmax"))
 
 
@@ -651,7 +667,8 @@ def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
     # next test shows the sandbox is what stops it; public cases are drawn at grading time, which
     # no stored file holds
     report = graded["reads_fixtures_unsandboxed"]
-    assert all(r.passed for r in report.results if r.case.hidden)
+    # (lm and generate look up embeddings of ids no fixture holds: their cases fail with it)
+    assert all(r.passed for r in report.results if r.case.hidden and r.case.component not in USERS[CHEATED])
     assert not any(r.passed for r in report.results if r.case.component == CHEATED and not r.case.hidden)
 
 
@@ -669,7 +686,7 @@ def test_grader_writing_results_json_changes_nothing(graded, samples):
     tmp = samples["handout"].parent
     written = json.loads((tmp / "writes_results.json").read_text())
     assert written == to_gradescope(graded["writes_results"])
-    assert written["score"] == CONFIG.max_score - POINTS[CHEATED]
+    assert written["score"] == CONFIG.max_score - sum(POINTS[c] for c in ALL if c not in ALL_BUT_CHEATED)
     assert not (tmp / "grader_cwd" / "results.json").exists()
 
 
@@ -860,7 +877,7 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=TEST_CONFIG,
                         echo=lambda line: None)
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
-    partial = sum(POINTS[c] for c in ("linear", "silu", "rmsnorm"))
+    partial = sum(POINTS[c] for c in ("linear", "silu", "rmsnorm", "rope"))
     assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score"])
     assert rows[1].startswith("alice,") and rows[1].endswith(f",{partial:g},{CONFIG.max_score:g}")
     assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g}")

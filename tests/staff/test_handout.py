@@ -269,3 +269,43 @@ def test_handout_stub_keeps_indentation_and_names_the_def(tmp_path):
     assert H.stub_text(tmp_path / "f.py").splitlines()[-1] == (
         '        raise NotImplementedError("Implement A.go: Does a thing; see README.md")'
     )
+
+
+PARIS_SCRIPT = """import json
+from cs336_basics.generate import generate
+from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
+from cs336_basics.nn.gguf_file import load_gguf_model, smollm2_path
+model, reader = load_gguf_model(smollm2_path())
+ids = tokenizer_from_gguf(reader).encode(apply_chat_template(reader, [{"role": "user", "content": %r}])).ids
+RESULT = list(generate(model, ids, 32, eos_token_ids=[2]))
+print(json.dumps(RESULT))
+"""
+
+
+@pytest.mark.smollm2  # opt-in: `-k smollm2` (tests/conftest.py); loads SmolLM2 three times
+def test_handout_smollm2_answers_paris_like_the_reference_and_skips_until_every_component_works(handout, tmp_path):
+    from tests.test_smollm2 import PROMPTS
+
+    restored = tmp_path / "restored"
+    shutil.copytree(handout, restored)
+    H.restore_solutions(restored, REPO)
+    (tmp_path / "handout_probe.py").write_text(PROBE)
+    procs = {
+        "stub": _pytest(handout, tmp_path, "stub_smollm2", "-k", "smollm2_answers", "-rs"),
+        "restored": _start([sys.executable, "-c", PARIS_SCRIPT % PROMPTS[0]], restored, tmp_path / "restored.log"),
+    }
+    out = {name: (p.wait(), (tmp_path / f"{'stub_smollm2' if name == 'stub' else name}.log").read_text())
+           for name, p in procs.items()}
+    stub = _results(tmp_path / "stub_smollm2.xml", handout)
+    assert out["stub"][0] == 0 and [o for o, _ in stub.values()] == ["skipped"], out["stub"][1][-2000:]
+    assert "NotImplementedError" in out["stub"][1] or "not implemented" in out["stub"][1], out["stub"][1][-2000:]
+    code, log = out["restored"]
+    assert code == 0, log[-2000:]
+    theirs = json.loads(log.strip().splitlines()[-1])
+    namespace: dict = {}
+    exec(compile(PARIS_SCRIPT % PROMPTS[0], "paris", "exec"), namespace)  # the reference, in this process
+    ours = namespace["RESULT"]
+    assert theirs == ours
+    from cs336_basics.gguf_tokenizer import tokenizer_from_gguf
+
+    assert "Paris" in tokenizer_from_gguf(namespace["reader"]).decode(ours)
