@@ -4,15 +4,13 @@ RoPE), output and input gradient, at W = 1, 2, 4. Floor measured: 1.0e-15 (float
 import pytest
 import torch
 
-from cs336_basics.nn import convert
+from cs336_basics.nn import convert, modules
+from cs336_basics.nn.parallel import ParallelAttention
 from cs336_basics.nn.parallel.launch import launch
 from cs336_basics.testing import tolerance
 
 from . import _parallel as P
 from ._helpers import assert_close
-
-from cs336_basics.nn import modules
-from cs336_basics.nn.parallel import ParallelAttention
 
 D, H, KV, SEQ = 32, 8, 4, 6
 TOL = tolerance(1.0e-15, torch.float64)
