@@ -1,5 +1,5 @@
-"""`cs336`: the course's command line, `status` and `submit`. `main(argv, add_commands)` lets
-another entry point (the staff's, cs336_basics/staff/cli.py) add subcommands to these."""
+"""`cs336`: the course's command line: `status`, `submit` and `generate`. `main(argv, add_commands)`
+lets another entry point add subcommands to these."""
 
 import argparse
 import sys

@@ -3,9 +3,8 @@
 The zip holds your `cs336_basics/` package and nothing else: no caches (`__pycache__/`, `*.pyc`),
 no hidden files, no virtualenv, no tests or fixtures (the grader uses its own copies). It is
 written first; then the tests run once for the `cs336 status` table, and every component that
-still fails is named. The limits below are the grader's (cs336_basics/staff/grader/submission.py
-reads them from here): the reference package is 19 files and ~50 kB, so they leave ~25x and
-~100x room.
+still fails is named. The limits below are the grader's (it reads them from here): the
+reference package is 19 files and ~50 kB, so they leave ~25x and ~100x room.
 """
 
 import os
