@@ -5,10 +5,11 @@ and no rank left running. A small random model: 2 layers, 4 query heads sharing 
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from cs336_basics.generate import generate
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
-from cs336_basics.nn.parallel import ParallelTransformerLM, load_sharded
+from cs336_basics.nn.parallel import ParallelTransformerLM, choose_backend, load_sharded
 from cs336_basics.nn.parallel.launch import launch
 from cs336_basics.testing import compare, tolerance
 
@@ -34,15 +35,15 @@ def full_state_dict(seed: int = 0) -> dict[str, torch.Tensor]:
 
 
 def _rank(rank, world_size, state_dict):
-    """This rank's greedy tokens, its float32 logits of the whole generated sequence, and the
-    shape of its first layer's cached keys."""
+    """This rank's greedy tokens, its float32 logits of the whole generated sequence, the shape
+    of its first layer's cached keys, and the group's backend."""
     f32 = {k: v.float() for k, v in state_dict.items()}
     model = load_sharded(CONFIG, f32)
     tokens = list(generate(model, PROMPT, NEW))
     cache = model.new_kv_cache()
     with torch.no_grad():
         logits = model(torch.tensor([PROMPT + tokens]), kv_cache=cache)
-    return tokens, logits, tuple(cache[0].k.shape)
+    return tokens, logits, tuple(cache[0].k.shape), dist.get_backend()
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_parallel_lm_greedy_tokens_equal_one_process_token_for_token(one_process
 
 def test_parallel_lm_logits_match_the_float64_truth(one_process, two_ranks):
     _, ours, truth = one_process
-    results = {"one process": ours} | {f"W=2, rank {r}": logits for r, (_, logits, _) in enumerate(two_ranks)}
+    results = {"one process": ours} | {f"W=2, rank {r}": logits for r, (_, logits, *_) in enumerate(two_ranks)}
     for what, logits in results.items():
         result = compare(logits, truth, TOL, out_dtype=torch.float32)
         assert result.ok, f"{what}, float32 logits: {result.message}"
@@ -81,6 +82,10 @@ def test_parallel_lm_logits_match_the_float64_truth(one_process, two_ranks):
 def test_parallel_lm_kv_cache_holds_only_local_kv_heads(two_ranks):
     d_k = CONFIG.d_model // CONFIG.num_heads
     assert [r[2] for r in two_ranks] == [(1, CONFIG.num_kv_heads // 2, CONFIG.context_length, d_k)] * 2
+
+
+def test_parallel_lm_runs_on_the_chosen_backend(two_ranks):
+    assert [r[3] for r in two_ranks] == [choose_backend()] * 2  # gloo on CPU, nccl with CUDA, $CS336_DIST_BACKEND
 
 
 def test_parallel_lm_state_dict_keys_equal_the_lm_s():
