@@ -3,4 +3,5 @@
 # import, so that `cs336 --help` and `cs336 status` start at once.
 COMPONENTS = (
     "linear", "embedding", "silu", "gelu", "softmax", "rmsnorm", "layernorm", "swiglu", "positionwise_ffn", "ffn_block",
+    "parallel",
 )

@@ -29,6 +29,9 @@ from cs336_basics.staff.builders import (
     ffn_block_case,
     layernorm_case,
     linear_case,
+    parallel_column_case,
+    parallel_ffn_case,
+    parallel_row_case,
     pointwise_case,
     positionwise_case,
     rmsnorm_case,
@@ -140,6 +143,14 @@ PUBLIC_CASES = [
          floor=3.7e-7),
     Case("ffn_block_original", "ffn_block", "run_ffn_block", 23,
          ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True), floor=4.1e-7),
+    # tensor parallelism at world size 2 (each case starts a group of processes). witness: square
+    # weights, so a shard taken along the wrong axis still loads and gives a wrong output
+    Case("parallel_column", "parallel", "run_column_parallel_linear", 28, parallel_column_case(B, 64, 64, 2),
+         floor=3.5e-7),
+    Case("parallel_column_sharded", "parallel", "run_column_parallel_linear", 29,
+         parallel_column_case((3, 5), 32, 48, 2, gather_output=False), floor=2.6e-7),
+    Case("parallel_row", "parallel", "run_row_parallel_linear", 30, parallel_row_case(B, 64, 64, 2), floor=8.6e-7),
+    Case("parallel_ffn", "parallel", "run_parallel_swiglu", 31, parallel_ffn_case(B, 64, 128, 2), floor=1.5e-6),
 ]
 
 HIDDEN_CASES = [
@@ -208,6 +219,17 @@ HIDDEN_CASES = [
            ffn_block_case((), 16, 36, "layernorm", "positionwise", "relu"), floor=5.6e-8),
     hidden("ffn_block_rms_glu_bf16", "ffn_block", "run_ffn_block", 1094,
            ffn_block_case((4, 6), 24, 100, "rmsnorm", "swiglu", "silu"), floor=2.6e-3, dtype=BF16),
+    # parallel: 4 ranks, odd batch shapes and a 1-D input; 1 rank (no collective at all); bfloat16
+    hidden("parallel_column_w4", "parallel", "run_column_parallel_linear", 1101, parallel_column_case((5,), 7, 12, 4),
+           floor=1.2e-7),
+    hidden("parallel_row_1d_w4", "parallel", "run_row_parallel_linear", 1102, parallel_row_case((), 36, 5, 4),
+           floor=3.8e-8),
+    hidden("parallel_row_w1", "parallel", "run_row_parallel_linear", 1103, parallel_row_case((2, 3), 20, 12, 1),
+           floor=2.0e-7),
+    hidden("parallel_ffn_w4_4d", "parallel", "run_parallel_swiglu", 1104, parallel_ffn_case((2, 3, 4), 20, 40, 4),
+           floor=3.8e-7),
+    hidden("parallel_ffn_bf16", "parallel", "run_parallel_swiglu", 1105, parallel_ffn_case((4, 6), 24, 64, 2),
+           floor=1.6e-2, dtype=BF16),
 ]
 
 CASES = PUBLIC_CASES + HIDDEN_CASES

@@ -40,7 +40,7 @@ def _rank(rank, world_size, weights, x, dy):
 
 
 @pytest.mark.parametrize("world_size", P.WORLD_SIZES, ids=lambda w: f"W{w}")
-def test_parallel_heads_equal_single_process_attention(world_size):
+def test_parallel_heads_split_equals_one_process(world_size):
     full, weights, x, dy = _setup()
     xg = x.clone().requires_grad_()
     want = full(xg)
