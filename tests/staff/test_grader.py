@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from cs336_basics.staff.cases import BY_NAME
 from cs336_basics.staff.grader import autograder, runner
@@ -293,11 +294,40 @@ def cheat(tmp: Path, name: str, body: str, module_code: str = "") -> Path:
     return root
 
 
+MEMORISED_SILU = """import hashlib, pathlib
+table = torch.load(pathlib.Path(__file__).resolve().parent.parent / "memorised.pt")
+key = hashlib.sha256(x.detach().contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
+return table[key]  # a KeyError on inputs it has not seen
+"""
+
+
+def memorised(tmp: Path) -> Path:
+    """The reference with silu answered from a lookup table of the shipped public silu fixtures."""
+    from cs336_basics.fixture_io import fixture_names, load_fixture
+
+    root = sample(tmp, "memorised_fixtures")
+    table = {}
+    for name in fixture_names("silu"):
+        fx = load_fixture(name)
+        x = fx.kwargs["in_features"]
+        table[hashlib.sha256(x.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()] = fx.expected.to(fx.out_dtype)
+    torch.save(table, root / "cs336_basics" / "memorised.pt")
+    replace_region(root, "functional.silu", MEMORISED_SILU)
+    return root
+
+
 def build_samples(tmp: Path) -> dict[str, Path]:
     """Every sample submission, as a directory (or zip) under tmp, where the handout and the reference are."""
     samples = {"handout": tmp / "handout", "reference": tmp / "reference"}
     samples["partial"] = sample(tmp, "partial", lambda r: r.component in ("linear", "silu", "rmsnorm"))
     samples["reference_zip"] = Path(shutil.make_archive(str(tmp / "reference_zip"), "zip", tmp, "reference"))
+    samples["memorised_fixtures"] = memorised(tmp)
+    root = samples["changes_input"] = sample(tmp, "changes_input")
+    replace_region(root, "functional.rmsnorm", """x_c = x.to(torch.float32)
+out = (x_c * torch.rsqrt(x_c.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.to(torch.float32)).to(x.dtype)
+x.zero_()  # the right output, but the caller's input is gone
+return out
+""")
     root = samples["builtin_silu"] = sample(tmp, "builtin_silu")
     replace_region(root, "functional.silu", "return torch.nn.functional.silu(x)\n")
     root = samples["replaces_adapters"] = shutil.copytree(tmp / "handout", tmp / "replaces_adapters")
@@ -409,6 +439,40 @@ def test_grader_partial_submission_scores_exactly_its_finished_components(graded
     assert graded["partial"].component_scores() == scores_if_only("linear", "silu", "rmsnorm")
 
 
+def test_grader_memorised_public_fixtures_score_zero(graded):
+    # public cases are graded on inputs drawn at grading time: the shipped fixtures earn nothing
+    report = graded["memorised_fixtures"]
+    assert report.component_scores()["silu"] == 0
+    assert all("KeyError" in r.output for r in report.results if r.case.component == "silu" and not r.case.hidden)
+
+
+def test_grader_kernel_that_changes_its_input_loses_that_component(graded):
+    report = graded["changes_input"]
+    scores = report.component_scores()
+    assert scores["rmsnorm"] == 0 and 0 < scores["ffn_block"] < POINTS["ffn_block"]  # its RMSNorm cases only
+    assert {c: s for c, s in scores.items() if c not in ("rmsnorm", "ffn_block")} == \
+        {c: s for c, s in scores_if_only(*ALL).items() if c not in ("rmsnorm", "ffn_block")}
+    assert all("changed its input in_features in place" in r.output
+               for r in report.results if r.case.component == "rmsnorm" and not r.case.hidden)
+
+
+def test_grader_public_cases_are_drawn_anew_and_the_reference_passes_them(tmp_path):
+    from cs336_basics.fixture_io import load_fixture
+    from cs336_basics.staff.cases import PUBLIC_CASES
+    from cs336_basics.staff.grader.fresh import fresh_public_fixtures
+
+    stored = {c.name: load_fixture(c.name) for c in PUBLIC_CASES}
+    notes = []
+    fresh = fresh_public_fixtures(stored, list(stored), notes)
+    assert notes == []
+    for name, fx in fresh.items():
+        new, old = fx.kwargs, stored[name].kwargs
+        tensors = [k for k, v in old.items() if isinstance(v, torch.Tensor)]
+        assert all(new[k].shape == old[k].shape and new[k].dtype == old[k].dtype for k in tensors), name
+        assert not all(torch.equal(new[k], old[k]) for k in tensors), name
+        assert fx.tol == stored[name].tol and fx.out_dtype == stored[name].out_dtype
+
+
 def test_grader_zip_of_reference_scores_full_marks(graded):
     assert graded["reference_zip"].score == CONFIG.max_score
 
@@ -476,8 +540,12 @@ def test_grader_stub_pointing_its_kernels_at_builtins_scores_zero(graded):
 
 
 def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
-    # the control: the cheat is real, so the next test shows the sandbox is what stops it
-    assert graded["reads_fixtures_unsandboxed"].score == CONFIG.max_score
+    # the control: the cheat is real (it answers every hidden case from the files it reads), so the
+    # next test shows the sandbox is what stops it; public cases are drawn at grading time, which
+    # no stored file holds
+    report = graded["reads_fixtures_unsandboxed"]
+    assert all(r.passed for r in report.results if r.case.hidden)
+    assert not any(r.passed for r in report.results if r.case.component == CHEATED and not r.case.hidden)
 
 
 def test_grader_reading_fixture_files_finds_nothing(graded):
@@ -603,11 +671,10 @@ def test_grader_no_hidden_input_reaches_results_json(graded):
     report = graded["leaks_inputs"]
     text = json.dumps(to_gradescope(report))
     cases = [c for c in graded_cases(CONFIG.components) if c.component == CHEATED]
-    digests = {c.hidden: [] for c in cases}
-    for c in cases:
-        digests[c.hidden].append(input_digest(load_fixture(c.path.stem, c.path.parent).kwargs["token_ids"]))
-    assert all(d in text for d in digests[False])  # the control: the leak works for what a worker may show
-    assert not any(d in text for d in digests[True])
+    hidden = [input_digest(load_fixture(c.path.stem, c.path.parent).kwargs["token_ids"]) for c in cases if c.hidden]
+    shown = set(re.findall(r"SEEN[0-9a-f]{16}", text))
+    assert len(shown) >= sum(not c.hidden for c in cases)  # the control: the leak works for what a worker may show
+    assert hidden and not any(d in text for d in hidden)
     assert all(o == "run_silu raised RuntimeError" for o in outputs(report, "silu", hidden=True))
 
 

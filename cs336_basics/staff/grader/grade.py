@@ -2,7 +2,9 @@
 
     1. find the submission's cs336_basics/ (directory or zip) and copy only it into a fresh
        sandbox directory, next to the grader's pristine tests/adapters.py;
-    2. load every graded case's fixture here, in the grader, and save only its inputs there;
+    2. load every graded case's fixture here, in the grader; draw the public cases' inputs anew
+       with a secret seed (fresh.py: the shipped fixtures earn nothing) and compute their
+       expected outputs with the reference; save only the inputs in the sandbox;
     3. run the components in workers (runner.py, sandbox.py), which save the adapters' outputs;
     4. compare each output with the expected tensor, which never left this process
        (cs336_basics.testing.compare; hidden cases without the expected value in the message);
@@ -32,6 +34,7 @@ from cs336_basics.fixture_io import Fixture, load_fixture
 from cs336_basics.staff.grader import sandbox
 from cs336_basics.staff.grader.cases import ADAPTERS, REPO, GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
+from cs336_basics.staff.grader.fresh import fresh_public_fixtures
 from cs336_basics.staff.grader.runner import ComponentRun, Runner, read_worker_file
 from cs336_basics.staff.grader.sanitize import clean
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
@@ -231,8 +234,8 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
     config = config or load_config()
     start = time.monotonic()
     cases = graded_cases(config.components)
-    fixtures = _load_fixtures(cases)
     report = GradeReport(str(submission), [], dict(config.points), notes=[f"grader and fixtures: {REPO}"])
+    fixtures = fresh_public_fixtures(_load_fixtures(cases), [c.name for c in cases if not c.hidden], report.notes)
     base = Path(tempfile.mkdtemp(prefix="cs336-grade-"))
     try:
         os.chmod(base, 0o711)

@@ -95,6 +95,33 @@ def _check_recorder(methods: list) -> None:
             raise Tampered("the grader's call recorder was replaced by your package's code")
 
 
+def _snapshot(kwargs: dict) -> dict:
+    """Copies of every tensor argument (and of every tensor in a dict argument), by name."""
+    import torch
+
+    flat = {}
+    for arg, value in kwargs.items():
+        items = value.items() if isinstance(value, dict) else [(None, value)]
+        for key, t in items:
+            if isinstance(t, torch.Tensor):
+                flat[arg if key is None else f"{arg}[{key!r}]"] = (t, t.detach().clone())
+    return flat
+
+
+def _changed(snapshot: dict) -> list[str]:
+    """The names of the arguments whose values now differ from their copies (NaN equals NaN)."""
+    import torch
+
+    def same(a, b) -> bool:
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if not a.is_floating_point():
+            return torch.equal(a, b)
+        return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+
+    return [name for name, (now, before) in snapshot.items() if not same(now, before)]
+
+
 def main(job: WorkerJob) -> None:
     guard = _guard  # held in a local: the module is dropped from sys.modules below
     recorder_methods = [(cls, name, cls.__dict__[name], cls.__dict__[name].__code__)
@@ -137,14 +164,20 @@ def main(job: WorkerJob) -> None:
                 _check_adapters(module.__dict__, expected, functions)
                 _check_recorder(recorder_methods)
                 recorder = guard.CallRecorder()
+                originals = _snapshot(kwargs)
                 with recorder:
                     out = functions[adapter](**kwargs)
+                changed = _changed(originals)
                 _check_adapters(module.__dict__, expected, functions)
                 _check_recorder(recorder_methods)
                 if threading.active_count() > threads:
                     raise Tampered("your code started a thread; graded code must run in the thread that calls it")
                 meta = {"calls": json.dumps(sorted(recorder.calls)[:MAX_CALLS]), "operators": str(recorder.operators)}
-                if isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
+                if changed:
+                    meta["error"] = (f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
+                                     "modules must leave their inputs unchanged (compute into new tensors)")
+                    meta["error_type"] = "ValueError"
+                elif isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
                     meta["error"] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
                 elif isinstance(out, torch.Tensor):
                     tensors["output"] = out.detach().cpu().as_subclass(torch.Tensor).contiguous().clone()
