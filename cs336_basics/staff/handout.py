@@ -67,9 +67,12 @@ def _summary(doc: str | None) -> str:
     return text[: match.end()] if match else text
 
 
-def _component(qualname: str) -> str | None:
+def _component(qualname: str, path: Path | None = None) -> str | None:
     """`SwiGLUFFN.forward` and `functional.swiglu_ffn` -> swiglu: the longest component name that
-    starts the def's or class's name, underscores ignored."""
+    starts the def's or class's name, underscores ignored. A file in a package named after a
+    component (nn/parallel/comm.py) belongs to that component, whatever its defs are called."""
+    if path is not None and path.parent.name in COMPONENTS:
+        return path.parent.name
     name = qualname.removeprefix("functional.").split(".")[0].lower().replace("_", "")
     found = [c for c in COMPONENTS if name.startswith(c.replace("_", ""))]
     return max(found, key=len) if found else None
@@ -123,7 +126,7 @@ def solution_regions(path: Path) -> list[Region]:
         if node.col_offset == 0 and "." not in qualname:
             qualname = f"{path.stem}.{qualname}"
         marker = lines[s].strip()
-        component = _component(qualname)
+        component = _component(qualname, path)
         if marker.startswith(BEGIN + ":"):
             message = marker[len(BEGIN) + 1 :].strip()
         else:
