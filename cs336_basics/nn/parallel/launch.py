@@ -101,6 +101,7 @@ def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: flo
 
 
 def _stop(procs: list) -> None:
+    procs = [p for p in procs if p.pid is not None]  # started: a failed start must not hide its own error
     for p in procs:
         if p.is_alive():
             p.terminate()
