@@ -15,6 +15,7 @@ import pickle
 import socket
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -50,8 +51,14 @@ def free_port() -> int:
 
 def default_start_method() -> str:
     """$CS336_START_METHOD, else fork on Linux (the ranks start at once, sharing the parent's
-    imports) and spawn elsewhere (fork is unsafe on macOS)."""
-    return os.environ.get(START_METHOD_ENV) or ("fork" if sys.platform.startswith("linux") else "spawn")
+    imports) and spawn elsewhere (fork is unsafe on macOS). A process with other threads gets
+    forkserver instead: a fork copies locks other threads hold, and a rank forked from the
+    grader's thread pool hung on one (`fn`, `args` must then pickle)."""
+    if os.environ.get(START_METHOD_ENV):
+        return os.environ[START_METHOD_ENV]
+    if not sys.platform.startswith("linux"):
+        return "spawn"
+    return "fork" if threading.active_count() == 1 else "forkserver"
 
 
 def _failure(e: BaseException) -> dict:
