@@ -53,7 +53,7 @@ def parse_junit(path: Path) -> dict[str, ComponentStatus]:
         else:
             row.failed += 1
             if not row.first_failure:
-                row.first_failure = (problem.get("message") or "").split("\n")[0][:100]
+                row.first_failure = f"{case.get('name', '')}: {(problem.get('message') or '').strip()}"
         properties = {prop.get("name"): prop.get("value") for prop in case.iter("property")}
         if "fixture" not in properties:  # only snapshot tests measure an error against a fixture
             continue
@@ -80,18 +80,19 @@ def _fmt(x: float | None) -> str:
 
 
 def format_table(table: dict[str, ComponentStatus]) -> str:
-    lines = [f"{'component':<22} {'passed':>9}  {'max abs err':>11}  {'max scaled err':>14}  first failure"]
+    """One row per component, then each failing component's first failure, whole."""
+    lines = [f"{'component':<22} {'passed':>9}  {'max abs err':>11}  {'max scaled err':>14}  status"]
     components_first = [c for c in COMPONENTS if c in table] + sorted(set(table) - set(COMPONENTS))
     for name in components_first:
         row = table[name]
-        mark = "ok " if row.failed == 0 else "FAIL"
-        lines.append(
-            f"{name:<22} {row.passed:>4}/{row.total:<4}  {_fmt(row.max_abs_err):>11}  {_fmt(row.max_scaled_err):>14}  "
-            f"{mark if row.failed == 0 else row.first_failure or mark}"
-        )
+        lines.append(f"{name:<22} {row.passed:>4}/{row.total:<4}  {_fmt(row.max_abs_err):>11}  "
+                     f"{_fmt(row.max_scaled_err):>14}  {'ok' if row.failed == 0 else 'FAIL'}")
     passed = sum(r.passed for r in table.values())
     total = sum(r.total for r in table.values())
     lines.append(f"{'all':<22} {passed:>4}/{total:<4}")
+    for name in components_first:
+        if table[name].failed:
+            lines += ["", f"{name}: first failure", *("    " + line for line in table[name].first_failure.splitlines())]
     return "\n".join(lines)
 
 

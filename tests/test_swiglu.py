@@ -33,7 +33,7 @@ def test_swiglu_module_state_dict_keys_follow_meta_names():
 
 def test_swiglu_module_default_d_ff_is_8_thirds_rounded_up_to_64():
     assert SwiGLUFFN(d_model=64).d_ff == 192  # 8/3 * 64 = 170.7 -> 192
-    assert SwiGLUFFN(d_model=512).w1.weight.shape == (1408, 512)  # 1365.3 -> 1408
+    assert SwiGLUFFN(d_model=512, device="meta").w1.weight.shape == (1408, 512)  # 1365.3 -> 1408
 
 
 def test_swiglu_state_dict_round_trip():

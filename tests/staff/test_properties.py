@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cs336_basics.testing import compare, tolerance
 
-from .test_dtypes import DTYPES, KERNELS, inputs
+from ..test_dtypes import DTYPES, KERNELS, inputs
 
 # Max scaled error of ours against the built-in over this domain, the largest of three runs of
 # 600-800 uniform draws per kernel and dtype plus 300-500 hypothesis examples per kernel (the
