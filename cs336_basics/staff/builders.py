@@ -286,3 +286,22 @@ def generate_case(prompt_len: int, max_new_tokens: int, vocab_size: int, context
                     weights=w, prompt_ids=randint(rng, 0, vocab_size, (prompt_len,)), max_new_tokens=max_new_tokens)
 
     return make
+
+
+def parallel_column_case(batch: tuple[int, ...], d_in: int, d_out: int, world_size: int, gather_output: bool = True) -> Make:
+    return lambda rng: dict(
+        d_in=d_in, d_out=d_out, world_size=world_size, weights=linear_weight(rng, d_out, d_in),
+        in_features=randn(rng, *batch, d_in), gather_output=gather_output,
+    )  # fmt: skip
+
+
+def parallel_row_case(batch: tuple[int, ...], d_in: int, d_out: int, world_size: int) -> Make:
+    return lambda rng: dict(
+        d_in=d_in, d_out=d_out, world_size=world_size, weights=linear_weight(rng, d_out, d_in),
+        in_features=randn(rng, *batch, d_in),
+    )  # fmt: skip
+
+
+def parallel_ffn_case(batch: tuple[int, ...], d_model: int, d_ff: int, world_size: int, x_std: float = 1.0) -> Make:
+    swiglu = swiglu_case(batch, d_model, d_ff, x_std)
+    return lambda rng: {"world_size": world_size, **swiglu(rng)}

@@ -34,6 +34,9 @@ from cs336_basics.staff.builders import (
     linear_case,
     lm_case,
     mha_case,
+    parallel_column_case,
+    parallel_ffn_case,
+    parallel_row_case,
     pointwise_case,
     positionwise_case,
     rmsnorm_case,
@@ -182,6 +185,14 @@ PUBLIC_CASES = [
          floor=EXACT, out_dtype=I64),
     Case("generate_until_context_full", "generate", "run_generate", 39,
          generate_case(12, 10, 64, 16, 32, 2, 4, 64, num_kv_heads=2, tie=True), floor=EXACT, out_dtype=I64),
+    # tensor parallelism at world size 2 (each case starts a group of processes). witness: square
+    # weights, so a shard taken along the wrong axis still loads and gives a wrong output
+    Case("parallel_column", "parallel", "run_column_parallel_linear", 60, parallel_column_case(B, 64, 64, 2),
+         floor=3.5e-7),
+    Case("parallel_column_sharded", "parallel", "run_column_parallel_linear", 61,
+         parallel_column_case((3, 5), 32, 48, 2, gather_output=False), floor=2.1e-7),
+    Case("parallel_row", "parallel", "run_row_parallel_linear", 62, parallel_row_case(B, 64, 64, 2), floor=4.2e-7),
+    Case("parallel_ffn", "parallel", "run_parallel_swiglu", 63, parallel_ffn_case(B, 64, 128, 2), floor=1.1e-6),
 ]
 
 HIDDEN_CASES = [
@@ -284,6 +295,17 @@ HIDDEN_CASES = [
            generate_case(1, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=1, tie=True), floor=EXACT, out_dtype=I64),
     hidden("generate_three_layers", "generate", "run_generate", 1152, generate_case(4, 7, 53, 16, 48, 3, 3, 80),
            floor=EXACT, out_dtype=I64),
+    # parallel: 4 ranks, odd batch shapes and a 1-D input; 1 rank (no collective at all); bfloat16
+    hidden("parallel_column_w4", "parallel", "run_column_parallel_linear", 1201, parallel_column_case((5,), 7, 12, 4),
+           floor=9.8e-8),
+    hidden("parallel_row_1d_w4", "parallel", "run_row_parallel_linear", 1202, parallel_row_case((), 36, 5, 4),
+           floor=4.4e-8),
+    hidden("parallel_row_w1", "parallel", "run_row_parallel_linear", 1203, parallel_row_case((2, 3), 20, 12, 1),
+           floor=1.1e-7),
+    hidden("parallel_ffn_w4_4d", "parallel", "run_parallel_swiglu", 1204, parallel_ffn_case((2, 3, 4), 20, 40, 4),
+           floor=2.7e-7),
+    hidden("parallel_ffn_bf16", "parallel", "run_parallel_swiglu", 1205, parallel_ffn_case((4, 6), 24, 64, 2),
+           floor=1.1e-2, dtype=BF16),
 ]
 
 CASES = PUBLIC_CASES + HIDDEN_CASES

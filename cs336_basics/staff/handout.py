@@ -79,9 +79,13 @@ ALIASES = {
 }
 
 
-def _component(qualname: str) -> str | None:
+def _component(qualname: str, path: Path | None = None) -> str | None:
     """`SwiGLUFFN.forward` and `functional.swiglu_ffn` -> swiglu: the longest component name (or
-    ALIASES key) that starts the def's or class's name, underscores ignored."""
+    ALIASES key) that starts the def's or class's name, underscores ignored. A file in a package
+    named after a component (nn/parallel/comm.py) belongs to that component, whatever its defs
+    are called."""
+    if path is not None and path.parent.name in COMPONENTS:
+        return path.parent.name
     name = qualname.removeprefix("functional.").split(".")[0].lower().replace("_", "")
     names = {c.replace("_", ""): c for c in COMPONENTS} | ALIASES
     found = [key for key in names if name.startswith(key)]
@@ -136,7 +140,7 @@ def solution_regions(path: Path) -> list[Region]:
         if node.col_offset == 0 and "." not in qualname:
             qualname = f"{path.stem}.{qualname}"
         marker = lines[s].strip()
-        component = _component(qualname)
+        component = _component(qualname, path)
         if marker.startswith(BEGIN + ":"):
             message = marker[len(BEGIN) + 1 :].strip()
         else:

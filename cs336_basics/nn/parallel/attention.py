@@ -3,11 +3,7 @@ Attention with fairscale layers): q_proj, k_proj, v_proj are column-parallel ove
 holds query heads [r H/W, (r+1) H/W) and key/value heads [r KV/W, (r+1) KV/W), which are exactly
 the kv heads its query heads use under GQA), attention runs on the local heads with no
 communication, and output_proj is row-parallel: one all-reduce per forward.
-
-Depends on the decoder's `cs336_basics.nn.modules.MultiHeadSelfAttention` (its attributes
-q_proj/k_proj/v_proj/output_proj, num_heads, num_kv_heads, d_k, rope) and
-`cs336_basics.nn.functional.multihead_self_attention`; not exported from the package until they
-are on main."""
+State dict keys equal MultiHeadSelfAttention's (q_proj.weight, ..., output_proj.weight)."""
 
 from jaxtyping import Float, Int
 from torch import Tensor, nn
