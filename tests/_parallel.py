@@ -10,6 +10,8 @@ import functools
 from collections import Counter
 from contextlib import contextmanager
 
+import pytest
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -223,3 +225,12 @@ def child_pids() -> list[int]:
         except OSError:
             pass
     return sorted(pids)
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    """Fails a test after which a process it started is still alive. Processes alive before the
+    test (a grader's forkserver started by another test, say) are not its own."""
+    before = set(child_pids())
+    yield
+    assert sorted(set(child_pids()) - before) == [], "a rank outlived its launch"

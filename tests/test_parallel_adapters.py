@@ -20,10 +20,7 @@ from .adapters import (
 TOL = tolerance(4.4e-7)  # float32; measured floor vs built-ins over 3 seeds, W = 1, 2, 4 (tests/README.md)
 
 
-@pytest.fixture(autouse=True)
-def no_process_left_behind():
-    yield
-    assert P.child_pids() == [], "a rank outlived its launch"
+no_process_left_behind = P.no_process_left_behind  # autouse: every test here
 
 
 @pytest.mark.parametrize("case", fixture_names("parallel"))

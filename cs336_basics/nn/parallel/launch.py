@@ -79,6 +79,9 @@ def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: flo
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank % torch.cuda.device_count())
+        if backend == "gloo":  # the group lives on 127.0.0.1: gloo's device on the loopback interface,
+            # not on whatever address the host name resolves to (none, in a network namespace)
+            os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo0" if sys.platform == "darwin" else "lo")
         dist.init_process_group(
             backend,
             init_method=f"tcp://127.0.0.1:{port}",

@@ -153,7 +153,9 @@ class Runner:
         spec = dataclasses.replace(self.spec, home=str(home), cgroup=self.cgroup)
         job = WorkerJob(spec, str(log), str(self.code_dir), str(self.inputs_dir),
                         tuple((c, tuple(cases)) for c, cases in plan), cpu)
-        process = _CONTEXT.Process(target=main, args=(job,), daemon=True)
+        # not a daemon: a daemonic process may not start children, and the parallel component's
+        # adapters start process groups; the runner kills and joins every worker itself
+        process = _CONTEXT.Process(target=main, args=(job,), daemon=False)
         process.start()
         return process
 
