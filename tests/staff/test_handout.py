@@ -226,7 +226,8 @@ def test_handout_dev_group_has_only_what_the_shipped_tests_need(handout):
     assert pyproject["project"]["dependencies"] == staff["project"]["dependencies"]
     used = H._imported_modules(sorted((handout / "tests").glob("*.py"))) | H.ALWAYS_DEV
     dev = {H._req_name(r) for r in pyproject["dependency-groups"]["dev"]}
-    assert dev == {H._req_name(r) for r in staff["dependency-groups"]["dev"]} & used
+    assert dev == {H._req_name(r) for r in staff["dependency-groups"]["dev"]} & (used - H.STAFF_ONLY_DEV)
+    assert not dev & H.STAFF_ONLY_DEV
     assert set(pyproject["dependency-groups"]) == {"dev"}
 
 
