@@ -596,6 +596,22 @@ def test_grader_public_cases_are_drawn_anew_and_the_reference_passes_them(tmp_pa
         assert fx.tol == stored[name].tol and fx.out_dtype == stored[name].out_dtype
 
 
+def test_grader_single_process_computation_gives_each_parallel_case_s_expected_output():
+    # fresh draws of the tensor-parallel cases are judged against the single-process computation
+    from cs336_basics.fixture_io import load_fixture
+    from cs336_basics.staff.cases import CASES
+    from cs336_basics.staff.grader.fresh import SINGLE_PROCESS, _single_process
+    from cs336_basics.staff.reference import expected_output
+    from cs336_basics.testing import scaled_error
+
+    parallel = [c for c in CASES if c.adapter in SINGLE_PROCESS]
+    assert {c.adapter for c in parallel} == set(SINGLE_PROCESS)
+    for case in parallel:
+        fx = load_fixture(case.name, case.directory)
+        expected = expected_output(*_single_process(fx.adapter, fx.kwargs))
+        assert float(scaled_error(expected, fx.expected).max()) <= fx.tol / 100, case.name
+
+
 def test_grader_zip_of_reference_scores_full_marks(graded):
     assert graded["reference_zip"].score == CONFIG.max_score
 

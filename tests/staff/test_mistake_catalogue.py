@@ -17,7 +17,7 @@ import torch
 from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.staff.cases import PUBLIC_CASES
-from cs336_basics.staff.grader.fresh import STORED_ONLY, fresh_fixture
+from cs336_basics.staff.grader.fresh import fresh_fixture
 from cs336_basics.staff.mistakes import MISTAKES, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS, VARIANTS
 from cs336_basics.testing import compare, likely_mistakes
 
@@ -121,10 +121,7 @@ def test_catalogue_parallel_mistake_beyond_snapshots_fails_a_layer_test(mistake,
     assert any(caught_by in f for f in fails), f"{mistake.name} fails {fails}, none about {caught_by}"
 
 
-GRADED_FRESH = [m for m in MISTAKES if m.component not in STORED_ONLY]
-
-
-@pytest.mark.parametrize("mistake", GRADED_FRESH, ids=[m.name for m in GRADED_FRESH])
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
 def test_catalogue_mistake_fails_the_grader_s_fresh_draw_of_a_case_it_fails(mistake):
     # one verdict: the grader judges public cases on fresh draws (grader/fresh.py); a mistake
     # that fails a public test must cost points there too, not only on the shipped inputs
