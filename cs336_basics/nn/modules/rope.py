@@ -13,6 +13,8 @@ class RotaryPositionalEmbedding(nn.Module):
 
     def __init__(self, theta: float, d_k: int, max_seq_len: int, device=None):
         super().__init__()
+        if d_k % 2:
+            raise ValueError(f"d_k must be even (RoPE rotates pairs of dimensions), got {d_k}")
         self.theta, self.d_k, self.max_seq_len = theta, d_k, max_seq_len
         self._cast: dict = {}  # (dtype, device) -> (cos, sin) cast once, see tables()
         # BEGIN SOLUTION
