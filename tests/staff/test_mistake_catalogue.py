@@ -17,6 +17,7 @@ import torch
 from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.staff.cases import PUBLIC_CASES
+from cs336_basics.staff.grader.fresh import STORED_ONLY, fresh_fixture
 from cs336_basics.staff.mistakes import MISTAKES, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS, VARIANTS
 from cs336_basics.testing import compare, likely_mistakes
 
@@ -118,6 +119,25 @@ def test_catalogue_parallel_mistake_beyond_snapshots_fails_a_layer_test(mistake,
         assert failures(mistake.raises, first_for=mistake.component) == {}, "a snapshot sees it: move it to MISTAKES"
         fails = _parallel_layer_failures()
     assert any(caught_by in f for f in fails), f"{mistake.name} fails {fails}, none about {caught_by}"
+
+
+GRADED_FRESH = [m for m in MISTAKES if m.component not in STORED_ONLY]
+
+
+@pytest.mark.parametrize("mistake", GRADED_FRESH, ids=[m.name for m in GRADED_FRESH])
+def test_catalogue_mistake_fails_the_grader_s_fresh_draw_of_a_case_it_fails(mistake):
+    # one verdict: the grader judges public cases on fresh draws (grader/fresh.py); a mistake
+    # that fails a public test must cost points there too, not only on the shipped inputs
+    with mistake.applied():
+        case = next(iter(failures(mistake.raises, first_for=mistake.component)))
+    fresh = fresh_fixture(FIXTURES[case], seed=20261122)  # the reference's output, outside the patch
+    assert fresh is not None
+    with mistake.applied(), torch.no_grad():
+        try:
+            actual = getattr(adapters, fresh.adapter)(**fresh.kwargs)
+        except mistake.raises:
+            return
+    assert not compare(actual, fresh.expected, fresh.tol, out_dtype=fresh.out_dtype).ok, f"{mistake.name} passes {case}'s fresh draw"
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])

@@ -11,7 +11,7 @@ import torch.distributed as dist
 from cs336_basics.nn.parallel import comm
 from cs336_basics.nn.parallel.launch import launch
 
-from . import _parallel as P
+from .. import _parallel as P
 
 
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here

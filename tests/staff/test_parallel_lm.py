@@ -13,7 +13,7 @@ from cs336_basics.nn.parallel import ParallelTransformerLM, choose_backend, load
 from cs336_basics.nn.parallel.launch import launch
 from cs336_basics.testing import compare, tolerance
 
-from . import _parallel as P
+from .. import _parallel as P
 
 CONFIG = TransformerLMConfig(vocab_size=61, context_length=40, d_model=32, num_layers=2, num_heads=4, d_ff=48,
                              rope_theta=500.0, num_kv_heads=2)  # fmt: skip

