@@ -25,6 +25,12 @@ def generate(
     yielded), after max_new_tokens, or when the sequence fills the model's context_length.
     use_cache=False recomputes the whole sequence at every step (the reference the cache is
     tested against)."""
+    if not max_new_tokens >= 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens!r}")
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0 (0: greedy), got {temperature!r}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
     ids = torch.tensor(list(prompt_ids), dtype=torch.long, device=model.token_embeddings.weight.device)[None]  # (1, n)
     if ids.shape[-1] == 0:
         raise ValueError("prompt_ids must hold at least one token")

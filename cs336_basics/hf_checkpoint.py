@@ -30,6 +30,11 @@ def load_hf_dir(path, dtype=torch.float32):
         raise ValueError(f"no config.json in {path}")
     try:
         cfg = json.loads((path / "config.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:  # JSONDecodeError is a ValueError: name the file
+        raise ValueError(f"cannot read the checkpoint in {path} (config.json: {e})") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"cannot read the checkpoint in {path} (config.json must hold an object, got {type(cfg).__name__})")
+    try:
         files = sorted(path.glob("*.safetensors"))
         if not files:
             raise ValueError(f"no *.safetensors weights in {path}")

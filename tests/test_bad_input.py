@@ -10,7 +10,20 @@ import jaxtyping
 import pytest
 import torch
 
-from cs336_basics.nn import Embedding, FFNBlockConfig, LayerNorm, Linear, PositionWiseFFN, RMSNorm, SwiGLUFFN
+from cs336_basics.generate import generate
+from cs336_basics.nn import (
+    Embedding,
+    FFNBlockConfig,
+    LayerNorm,
+    Linear,
+    MultiHeadSelfAttention,
+    PositionWiseFFN,
+    RMSNorm,
+    RotaryPositionalEmbedding,
+    SwiGLUFFN,
+    TransformerLM,
+    TransformerLMConfig,
+)
 from cs336_basics.nn import functional as F
 
 from .adapters import _loaded, run_embedding, run_linear, run_rmsnorm, run_swiglu
@@ -21,6 +34,14 @@ def x(*shape, dtype=torch.float32):
 
 
 W = x(128, 64)  # a (d_out, d_in) = (128, 64) weight
+
+COS, SIN = F.rope_cos_sin(8, 10000.0, 16)  # RoPE tables for d_k = 8, max_seq_len = 16
+POS = torch.arange(4)
+
+
+def tiny_lm():
+    return TransformerLM(TransformerLMConfig(vocab_size=32, context_length=16, d_model=16, num_layers=1, num_heads=2, d_ff=32))
+
 
 # (id, call, exception type, regex the message must match: the argument, expected, actual)
 CASES = [
@@ -56,6 +77,37 @@ CASES = [
     ("ffn_block-unknown_norm", lambda: FFNBlockConfig(64, norm="batchnorm"), ValueError, r"unknown norm 'batchnorm'; valid names are \['rmsnorm', 'layernorm'\]"),
     ("softmax-dim_out_of_range", lambda: F.softmax(x(2, 3), dim=2), ValueError, r"dim must be in \[-2, 1\] for x of shape \(2, 3\), got 2"),
     ("gelu-unknown_approximate", lambda: F.gelu(x(3), approximate="fast"), ValueError, r"approximate must be 'none' or 'tanh', got 'fast'"),
+    ("rope-position_past_max_seq_len", lambda: F.rope(x(4, 8), COS, SIN, torch.tensor([0, 1, 2, 16])), ValueError,
+     r"token_positions must lie in \[0, max_seq_len=16\), got values in \[0, 16\]"),
+    ("rope-d_k_odd", lambda: F.rope_cos_sin(7, 10000.0, 16), ValueError, r"d_k must be even .*, got 7"),
+    ("rope-module_d_k_odd", lambda: RotaryPositionalEmbedding(10000.0, 7, 16), ValueError, r"d_k must be even .*, got 7"),
+    ("rope-positions_shape_mismatch", lambda: F.rope(x(4, 8), COS, SIN, torch.arange(5)), ValueError,
+     r"token_positions must broadcast to x's \(\.\.\., seq\) = \(4,\) .*seq=4, got shape \(5,\)"),
+    ("rope-x_last_dim", lambda: F.rope(x(4, 6), COS, SIN, POS), ValueError, r"x must have last dimension d_k=8, got shape \(4, 6\)"),
+    ("attention-q_k_last_dims_differ", lambda: F.scaled_dot_product_attention(x(4, 8), x(5, 6), x(5, 8)), ValueError,
+     r"K must have last dimension d_k \(Q's last dimension\)=8, got shape \(5, 6\)"),
+    ("attention-mask_not_broadcastable", lambda: F.scaled_dot_product_attention(x(4, 8), x(5, 8), x(5, 8), torch.ones(4, 4, dtype=torch.bool)),
+     ValueError, r"mask must broadcast to \(\.\.\., queries, keys\) = \(4, 5\), got shape \(4, 4\)"),
+    ("attention-float_mask", lambda: F.scaled_dot_product_attention(x(4, 8), x(5, 8), x(5, 8), x(4, 5)), TypeError,
+     r"mask must be a torch.bool tensor \(True = may attend\), got torch.float32"),
+    ("gqa-kv_heads_do_not_divide", lambda: F.grouped_query_attention(x(4, 3, 8), x(3, 3, 8), x(3, 3, 8)), ValueError,
+     r"num_kv_heads=3 \(k's heads\) must divide num_heads=4"),
+    ("mha-kv_heads_do_not_divide", lambda: MultiHeadSelfAttention(64, 4, num_kv_heads=3), ValueError, r"num_kv_heads=3 must divide num_heads=4"),
+    ("mha-heads_do_not_divide_d_model", lambda: MultiHeadSelfAttention(64, 5), ValueError, r"num_heads=5 must divide d_model=64"),
+    ("mha-kernel_heads_do_not_divide_d_q", lambda: F.multihead_self_attention(x(4, 64), x(64, 64), x(64, 64), x(64, 64), x(64, 64), 5),
+     ValueError, r"num_heads=5 must divide q_proj_weight's rows d_q=64"),
+    ("lm-config_heads_do_not_divide_d_model", lambda: TransformerLMConfig(32, 16, 64, 1, 5, 128), ValueError, r"num_heads=5 must divide d_model=64"),
+    ("lm-config_kv_heads_do_not_divide", lambda: TransformerLMConfig(32, 16, 64, 1, 4, 128, num_kv_heads=3), ValueError,
+     r"num_kv_heads must divide num_heads=4, got 3"),
+    ("lm-input_longer_than_context", lambda: tiny_lm()(torch.zeros(1, 17, dtype=torch.long)), ValueError,
+     r"in_indices has 17 tokens after 0 cached ones; context_length=16"),
+    ("lm-token_id_out_of_vocab", lambda: tiny_lm()(torch.tensor([[1, 32]])), ValueError,
+     r"token_ids must lie in \[0, vocab_size=32\), got values in \[1, 32\]"),
+    ("generate-max_new_tokens_negative", lambda: list(generate(tiny_lm(), [1, 2], -1)), ValueError, r"max_new_tokens must be >= 0, got -1"),
+    ("generate-top_p_zero", lambda: list(generate(tiny_lm(), [1, 2], 4, temperature=1.0, top_p=0.0)), ValueError, r"top_p must be in \(0, 1\], got 0.0"),
+    ("generate-top_p_above_one", lambda: list(generate(tiny_lm(), [1, 2], 4, top_p=1.5)), ValueError, r"top_p must be in \(0, 1\], got 1.5"),
+    ("generate-temperature_negative", lambda: list(generate(tiny_lm(), [1, 2], 4, temperature=-0.5)), ValueError,
+     r"temperature must be >= 0 \(0: greedy\), got -0.5"),
 ]
 
 

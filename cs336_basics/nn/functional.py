@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 import torch
-from einops import einsum
+from einops import einsum  # noqa: F401  (available to solutions; the reference uses matmul)
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
@@ -47,7 +47,7 @@ def linear(
         check_same_dtype("x", x, "bias", bias)
         check_shape("bias", bias, (weight.shape[0],))
     # BEGIN SOLUTION
-    y = einsum(x, weight, "... d_in, d_out d_in -> ... d_out")
+    y = x @ weight.mT  # (..., d_out); matmul, not einsum: einsum's dispatch dominates small decode steps
     return y if bias is None else y + bias
     # END SOLUTION
 
@@ -319,12 +319,12 @@ def scaled_dot_product_attention(
         _check_bool_mask(mask, (*batch, Q.shape[-2], K.shape[-2]))
     # BEGIN SOLUTION
     d_k = Q.shape[-1]
-    scores = einsum(Q, K, "... queries d_k, ... keys d_k -> ... queries keys")
+    scores = Q @ K.mT  # (..., queries, keys)
     scores = scores.to(_compute_dtype(scores)) * (1.0 / math.sqrt(d_k))  # float32 for half types
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     probs = softmax(scores, dim=-1).to(V.dtype)  # a fully masked row is zeros, not NaN
-    return einsum(probs, V, "... queries keys, ... keys d_v -> ... queries d_v")
+    return probs @ V  # (..., queries, d_v)
     # END SOLUTION
 
 
@@ -484,7 +484,8 @@ def multihead_self_attention(
         q, k = rope(q, *rope_cache, positions), rope(k, *rope_cache, positions)
     if kv_cache is not None:
         k, v = kv_cache.update(k, v)  # (..., kv_heads, past + seq, d_k)
-    mask = causal_mask(seq, k.shape[-2], device=x.device)  # (seq, past + seq)
+    # one new token attends to every cached key: no mask to build
+    mask = causal_mask(seq, k.shape[-2], device=x.device) if seq > 1 else None  # (seq, past + seq)
     out = grouped_query_attention(q, k, v, mask)  # (..., heads, seq, d_k)
     return linear(out.transpose(-3, -2).flatten(-2), o_proj_weight)  # (..., seq, d_model)
     # END SOLUTION

@@ -285,7 +285,7 @@ def rope_sign_flipped(x, cos, sin, token_positions):
 
 def rope_frequency_uses_k_not_2k(x, cos, sin, token_positions):
     """Frequencies theta^(-k/d_k) instead of theta^(-2k/d_k) (the pair index not doubled)."""
-    inv_freq = torch.acos(cos[1].clamp(-1, 1))  # position 1's angles: theta^(-2k/d_k), all in [0, 1]
+    inv_freq = torch.acos(cos[1].double().clamp(-1, 1))  # position 1's angles: theta^(-2k/d_k), all in [0, 1]
     angles = token_positions.to(torch.float64)[..., None] * inv_freq.sqrt()  # theta^(-k/d_k)
     return _rope_with_angles(x, angles)
 

@@ -56,7 +56,7 @@ class MultiHeadSelfAttention(nn.Module):
     ) -> Float[Tensor, "... seq d_model"]:
         """token_positions (..., seq) default to the positions after what kv_cache holds."""
         # BEGIN SOLUTION
-        rope_cache = (self.rope.cos, self.rope.sin) if self.rope is not None else None
+        rope_cache = self.rope.tables(F._compute_dtype(x)) if self.rope is not None else None
         return F.multihead_self_attention(
             x, self.q_proj.weight, self.k_proj.weight, self.v_proj.weight, self.output_proj.weight,
             self.num_heads, rope_cache, token_positions, kv_cache,

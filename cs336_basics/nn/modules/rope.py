@@ -1,3 +1,4 @@
+import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
@@ -12,7 +13,10 @@ class RotaryPositionalEmbedding(nn.Module):
 
     def __init__(self, theta: float, d_k: int, max_seq_len: int, device=None):
         super().__init__()
+        if d_k % 2:
+            raise ValueError(f"d_k must be even (RoPE rotates pairs of dimensions), got {d_k}")
         self.theta, self.d_k, self.max_seq_len = theta, d_k, max_seq_len
+        self._cast: dict = {}  # (dtype, device) -> (cos, sin) cast once, see tables()
         # BEGIN SOLUTION
         cos, sin = F.rope_cos_sin(d_k, theta, max_seq_len, device=device)
         self.register_buffer("cos", cos, persistent=False)  # (max_seq_len, d_k/2)
@@ -26,9 +30,18 @@ class RotaryPositionalEmbedding(nn.Module):
         return F.rope(x, self.cos, self.sin, token_positions)
         # END SOLUTION
 
+    def tables(self, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """(cos, sin) cast to `dtype` once and kept, so a forward pass does not cast the float64
+        tables again at every layer (cast-then-gather equals gather-then-cast)."""
+        key = (dtype, self.cos.device)
+        if key not in self._cast:
+            self._cast[key] = (self.cos.to(dtype), self.sin.to(dtype))
+        return self._cast[key]
+
     def _apply(self, fn, recurse=True):
         # .to(dtype) / .half() would round cos and sin too: keep them in float64, follow moves only.
         cos, sin = self.cos, self.sin
+        self._cast = {}
         super()._apply(fn, recurse)
         if cos.is_meta:  # built on the meta device (no data), now materialised: compute the tables
             cos, sin = F.rope_cos_sin(self.d_k, self.theta, self.max_seq_len, device=self.cos.device)

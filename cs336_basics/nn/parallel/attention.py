@@ -55,7 +55,7 @@ class ParallelAttention(nn.Module):
         """A kv_cache, if given, holds this rank's local kv heads only."""
         # BEGIN SOLUTION
         x = copy_to_parallel_region(x, self.group)  # f, once for q, k and v
-        rope_cache = (self.rope.cos, self.rope.sin) if self.rope is not None else None
+        rope_cache = self.rope.tables(F._compute_dtype(x)) if self.rope is not None else None
         partial = F.multihead_self_attention(
             x, self.q_proj.weight, self.k_proj.weight, self.v_proj.weight, self.output_proj.weight,
             self.local_heads, rope_cache, token_positions, kv_cache,
