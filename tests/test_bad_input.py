@@ -35,7 +35,9 @@ def x(*shape, dtype=torch.float32):
 
 W = x(128, 64)  # a (d_out, d_in) = (128, 64) weight
 
-COS, SIN = F.rope_cos_sin(8, 10000.0, 16)  # RoPE tables for d_k = 8, max_seq_len = 16
+# RoPE tables for d_k = 8, max_seq_len = 16: given as ones and zeros (rope_cos_sin is yours to write,
+# and these rows test rope's own argument checks)
+COS, SIN = torch.ones(16, 4, dtype=torch.float64), torch.zeros(16, 4, dtype=torch.float64)
 POS = torch.arange(4)
 
 

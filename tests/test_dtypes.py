@@ -1,7 +1,7 @@
 """Every kernel in every dtype: output dtype, where the casts happen, agreement with the PyTorch
 built-in run in the same dtype, the RMSNorm cast order, and stability at extreme inputs.
 
-KERNELS and `inputs` are shared with tests/test_gradients.py and tests/test_hypothesis_kernels.py.
+KERNELS and `inputs` are shared with tests/test_gradients.py and the course staff's property tests.
 """
 
 from functools import partial

@@ -38,9 +38,10 @@ from cs336_basics.staff.handout import all_solution_regions, build_handout, rest
 
 CONFIG = load_config()
 POINTS = CONFIG.points
-# The reference needs <= 0.04 s per component (printed by `cs336 grade`): 3 s is 75x that, and
-# keeps the infinite loop's cost down.
-TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=3, startup_s=30))
+# The reference needs <= 0.6 s per component (printed by `cs336 grade`; the parallel component,
+# which starts process groups, is the slowest, 1.2 s for its hidden cases on a loaded machine):
+# 8 s leaves room on a busy CI machine and keeps the infinite loop's cost down.
+TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=8, startup_s=30))
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
 LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
@@ -626,7 +627,7 @@ def test_grader_import_error_scores_zero_and_says_why(graded):
 def test_grader_infinite_loop_loses_only_that_component(graded):
     report = graded["infinite_loop"]
     assert report.component_scores() == scores_if_only(*unaffected_by("softmax"))
-    assert all("time limit of 3 s" in o for o in outputs(report, "softmax"))
+    assert all(f"time limit of {TEST_CONFIG.limits.time_per_component_s:g} s" in o for o in outputs(report, "softmax"))
 
 
 def test_grader_time_budget_fails_the_components_it_did_not_reach(samples):

@@ -16,6 +16,7 @@ import torch
 
 from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
+from cs336_basics.nn.parallel.launch import START_METHOD_ENV
 from cs336_basics.staff.cases import PUBLIC_CASES
 from cs336_basics.staff.grader.fresh import fresh_fixture
 from cs336_basics.staff.mistakes import MISTAKES, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS, VARIANTS
@@ -24,6 +25,13 @@ from cs336_basics.testing import compare, likely_mistakes
 from .. import adapters
 
 FIXTURES = {c.name: load_fixture(c.name) for c in PUBLIC_CASES}
+
+
+@pytest.fixture(autouse=True)
+def _ranks_inherit_the_patch(monkeypatch):
+    """A mistake is patched into this process; the tensor-parallel ranks see it only if they are
+    forked from it (the launcher picks a forkserver when this process has other threads)."""
+    monkeypatch.setenv(START_METHOD_ENV, "fork")
 WRONG_OUTPUT = "wrong output"
 
 
