@@ -49,7 +49,7 @@ def _no_builtin_for_the_component(request):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2 or the full suite)")
+    config.addinivalue_line("markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2; the staff suite runs its own)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -61,5 +61,5 @@ def pytest_collection_modifyitems(config, items):
         slow = [item for item in items if item.get_closest_marker("smollm2") and "staff" not in item.path.parts]
         if slow:
             config.hook.pytest_deselected(items=slow)
-            items[:] = [item for item in items if not item.get_closest_marker("smollm2")]
+            items[:] = [item for item in items if item not in slow]
     items.sort(key=lambda item: "matches_fixture" not in item.name)
