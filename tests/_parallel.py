@@ -3,7 +3,9 @@ started by cs336_basics.nn.parallel.launch) and its single-process counterparts.
 
 One launch per world size runs every case on every rank and returns the raw tensors; the tests
 then assert one behaviour each on those results. A case is a layer kind in a dtype: its output,
-the gradient of its input and of each weight, for a fixed random upstream gradient dy.
+the gradient of its input and of each weight, for a fixed random upstream gradient dy. The
+public tests use groups of WORLD_SIZE ranks; the course staff's suite adds 1 and 4, and
+PyTorch's DTensor tensor parallelism as a second oracle (tests/staff/test_parallel_world_sizes.py).
 """
 
 import functools
@@ -23,9 +25,10 @@ from cs336_basics.nn.parallel import (
     ParallelSwiGLUFFN,
     RowParallelLinear,
 )
+from cs336_basics.nn.parallel.launch import launch
 
 D_MODEL, D_FF, BATCH = 16, 24, (2, 3)  # d_ff and d_model divide by 1, 2 and 4
-WORLD_SIZES = (1, 2, 4)
+WORLD_SIZE = 2  # the public tests' group size: the smallest that splits anything
 DTYPES = (torch.float32, torch.float64)
 # kind: (d_in, d_out, upstream gradient's last dim)
 KINDS = {
@@ -130,65 +133,16 @@ def rank_ours(rank: int, world_size: int) -> dict:
     return out
 
 
-class BuiltinSwiGLU(nn.Module):
-    """The oracle FFN: three torch.nn.Linear, as in Hugging Face's LlamaMLP."""
-
-    def __init__(self, dtype):
-        super().__init__()
-        self.w1 = nn.Linear(D_MODEL, D_FF, bias=False, dtype=dtype)
-        self.w2 = nn.Linear(D_FF, D_MODEL, bias=False, dtype=dtype)
-        self.w3 = nn.Linear(D_MODEL, D_FF, bias=False, dtype=dtype)
-
-    def forward(self, x):
-        return self.w2(nn.functional.silu(self.w1(x)) * self.w3(x))
+@functools.cache
+def ranks_ours(world_size: int) -> list[dict]:
+    """rank_ours on every rank of one group of `world_size` (launched once per world size)."""
+    return launch(rank_ours, world_size, timeout=60)
 
 
-def preload_dtensor() -> None:
-    """Import DTensor's tensor parallelism and what it loads lazily on first use (torch._dynamo),
-    here in the parent, so that forked ranks share the ~5 s of imports instead of each paying it.
-    Called at the first launch, not at import, so that `pytest -k <other component>` stays fast."""
-    import torch._dynamo
-    import torch.distributed.tensor.parallel  # noqa: F401
-
-
-def rank_dtensor(rank: int, world_size: int) -> dict:
-    """On one rank: every case through PyTorch's DTensor tensor parallelism (parallelize_module
-    with ColwiseParallel / RowwiseParallel on torch.nn.Linear), weights gathered to full tensors."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import (
-        ColwiseParallel,
-        RowwiseParallel,
-        parallelize_module,
-    )
-
-    mesh = init_device_mesh("cpu", (world_size,))
-    styles = {
-        "column_gathered": ColwiseParallel(output_layouts=Replicate()),
-        "column_sharded": ColwiseParallel(),
-        "row_parallel_input": RowwiseParallel(input_layouts=Shard(-1)),
-        "row_full_input": RowwiseParallel(input_layouts=Replicate()),
-    }
-    out = {}
-    for kind in KINDS:
-        for dtype in DTYPES:
-            d_in, d_out = KINDS[kind]
-            full = {k: v.to(dtype) for k, v in inputs(kind)["weights"].items()}
-            if kind == "ffn":
-                module = BuiltinSwiGLU(dtype)
-                plan = {"w1": ColwiseParallel(), "w3": ColwiseParallel(), "w2": RowwiseParallel()}
-            else:
-                module, plan = nn.Linear(d_in, d_out, bias=False, dtype=dtype), styles[kind]
-            module.load_state_dict(full)
-            module = parallelize_module(module, mesh, plan)
-            res = run_case(module, kind, dtype, rank, world_size)
-            res["dw"] = {k: p.grad.full_tensor() for k, p in module.named_parameters()}  # gathered
-            out[kind, dtype] = res
-    return out
-
-
-def rank_both(rank: int, world_size: int) -> dict:
-    return {"ours": rank_ours(rank, world_size), "dtensor": rank_dtensor(rank, world_size)}
+@functools.cache
+def ours(kind: str, world_size: int, dtype: torch.dtype) -> dict:
+    """The whole result of our parallel modules for one case: see assemble."""
+    return assemble(ranks_ours(world_size), kind, dtype, True, plan_of(kind))
 
 
 def assemble(per_rank: list[dict], kind: str, dtype, sharded_weights: bool, plan: dict | None = None) -> dict:

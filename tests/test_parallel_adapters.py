@@ -1,9 +1,9 @@
-"""The tensor-parallel adapters: full weights in, whole output out, equal to PyTorch's built-in
-single-process computation. Each call starts its own group of `world_size` ranks."""
+"""The tensor-parallel adapters: full weights in, whole output out, equal to the stored fixtures
+(two ranks) and to PyTorch's built-in single-process computation (four ranks). Each call starts
+its own group of `world_size` ranks; the course staff's suite calls them with 1, 2 and 4."""
 
 import pytest
 import torch
-import torch.nn.functional as TF
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.testing import tolerance
@@ -11,14 +11,9 @@ from cs336_basics.testing import tolerance
 from . import _parallel as P
 from . import adapters, oracles
 from ._helpers import assert_close, rand
-from .adapters import (
-    run_column_parallel_linear,
-    run_parallel_swiglu,
-    run_row_parallel_linear,
-)
+from .adapters import run_parallel_swiglu
 
-TOL = tolerance(4.4e-7)  # float32; measured floor vs built-ins over 3 seeds, W = 1, 2, 4 (tests/README.md)
-
+TOL = tolerance(4.4e-7)  # float32; measured floor vs built-ins over 3 seeds, W = 1, 2, 4
 
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here
 
@@ -29,31 +24,14 @@ def test_parallel_matches_fixture(case, snapshot):
     snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
-def _f32(*shape, seed, std=1.0):
-    return rand(*shape, seed=seed, std=std, dtype=torch.float32)
-
-
-@pytest.mark.parametrize("gather_output", [True, False], ids=["gathered", "sharded"])
-def test_parallel_column_adapter_matches_builtin(gather_output):
-    w, x = _f32(24, 16, seed=1, std=0.3), _f32(2, 3, 16, seed=2)
-    y = run_column_parallel_linear(16, 24, 2, w, x, gather_output=gather_output)
-    assert_close(y, TF.linear(x, w), TOL, f"column-parallel, W=2, gather_output={gather_output}")
-
-
-def test_parallel_row_adapter_matches_builtin():
-    w, x = _f32(16, 24, seed=3, std=0.3), _f32(5, 24, seed=4)
-    assert_close(run_row_parallel_linear(24, 16, 4, w, x), TF.linear(x, w), TOL, "row-parallel, W=4")
-
-
-@pytest.mark.parametrize("world_size", [1, 2, 4], ids=lambda w: f"W{w}")
-def test_parallel_ffn_adapter_matches_builtin(world_size):
-    w1, w2, w3 = _f32(24, 16, seed=5, std=0.3), _f32(16, 24, seed=6, std=0.3), _f32(24, 16, seed=7, std=0.3)
-    x = _f32(2, 3, 16, seed=8)
+def test_parallel_ffn_adapter_matches_builtin(world_size=4):
+    w1, w2, w3 = (rand(*s, seed=seed, std=0.3, dtype=torch.float32) for s, seed in (((24, 16), 5), ((16, 24), 6), ((24, 16), 7)))
+    x = rand(2, 3, 16, seed=8, dtype=torch.float32)
     y = run_parallel_swiglu(16, 24, world_size, w1, w2, w3, x)
     assert_close(y, oracles.swiglu_ffn(x, w1, w2, w3), TOL, f"parallel FFN, W={world_size}")
 
 
 def test_parallel_ffn_adapter_rejects_a_width_the_ranks_cannot_share():
-    w1, w2, w3, x = torch.zeros(18, 16), torch.zeros(16, 18), torch.zeros(18, 16), torch.zeros(3, 16)
-    with pytest.raises(ValueError, match=r"d_out=18 is not divisible by world_size=4"):
-        run_parallel_swiglu(16, 18, 4, w1, w2, w3, x)
+    w1, w2, w3, x = torch.zeros(17, 16), torch.zeros(16, 17), torch.zeros(17, 16), torch.zeros(3, 16)
+    with pytest.raises(ValueError, match=r"d_out=17 is not divisible by world_size=2"):
+        run_parallel_swiglu(16, 17, 2, w1, w2, w3, x)
