@@ -37,7 +37,11 @@ PACKAGE = "cs336_basics"
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 # Path parts that never ship: cs336_basics/staff/ and tests/staff/ are the staff's by location.
 NEVER_SHIPPED = {"staff", "hidden_fixtures", "__pycache__", ".pytest_cache", ".hypothesis"}
-ALWAYS_DEV = {"pytest", "beartype"}  # pytest runs the tests; beartype backs the jaxtyping hook in addopts
+ALWAYS_DEV = {"pytest"}  # runs the tests
+# The staff suite type-checks every annotated function at run time (jaxtyping's import hook and
+# beartype, in pytest's addopts); the handout does not: decorating the package at import was most
+# of a student's `pytest -k <component>` run, and the argument checks name a wrong shape anyway.
+STAFF_ONLY_ADDOPTS = ("--jaxtyping-packages=",)
 # Never in the student's environment: the tests that use them skip there (their comparisons run in
 # the staff suite), and installing or importing them would slow every student run.
 STAFF_ONLY_DEV = {"transformers", "accelerate", "hypothesis"}
@@ -262,7 +266,8 @@ def _toml_tables(table: dict, prefix: str = "") -> str:
 
 def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | None = None) -> str:
     """The staff pyproject.toml with the same dependencies, the `dev` group cut to what the
-    shipped tests import (plus pytest and beartype), no other groups, and a student description."""
+    shipped tests import (plus pytest), no other groups, pytest's addopts without
+    STAFF_ONLY_ADDOPTS, and a student description."""
     reference_dir = Path(reference_dir)
     data = tomllib.loads((reference_dir / "pyproject.toml").read_text())
     if shipped_tests is None:
@@ -275,6 +280,11 @@ def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | No
     if "testpaths" in pytest_options:  # only folders the handout has
         shipped_tops = {p.relative_to(reference_dir).parts[0] for p in shipped_tests}
         pytest_options["testpaths"] = [t for t in pytest_options["testpaths"] if Path(t).parts[0] in shipped_tops]
+    if "addopts" in pytest_options:
+        kept = [o for o in pytest_options["addopts"].split() if not o.startswith(STAFF_ONLY_ADDOPTS)]
+        pytest_options["addopts"] = " ".join(kept)
+        if not kept:
+            del pytest_options["addopts"]
     data["project"]["description"] = (
         "Assignment: the feed-forward building blocks of a transformer language model, with tests and fixtures."
     )

@@ -138,7 +138,18 @@ def test_handout_ships_tests_fixtures_and_pytest_options_unchanged(handout):
             assert (handout / rel).read_bytes() == (REPO / rel).read_bytes(), rel
     staff = tomllib.loads((REPO / "pyproject.toml").read_text())
     ours = tomllib.loads((handout / "pyproject.toml").read_text())
+    staff_pytest, our_pytest = staff["tool"].pop("pytest")["ini_options"], ours["tool"].pop("pytest")["ini_options"]
     assert ours["tool"] == staff["tool"]
+    kept = [o for o in staff_pytest.pop("addopts", "").split() if not o.startswith(H.STAFF_ONLY_ADDOPTS)]
+    assert our_pytest.pop("addopts", "").split() == kept
+    assert our_pytest == staff_pytest
+
+
+def test_handout_runs_pytest_without_the_jaxtyping_hook(handout):
+    staff = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    ours = tomllib.loads((handout / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "--jaxtyping-packages" in staff["addopts"]  # the staff suite checks the annotations
+    assert "jaxtyping" not in ours.get("addopts", "")
 
 
 def test_handout_restore_gives_back_the_reference_package(handout, runs):
