@@ -8,6 +8,7 @@ loading, reshapes): that is how a whole case is checked against an oracle.
 
 import contextlib
 
+import numpy as np
 import torch
 import torch.nn.functional as TF
 
@@ -64,7 +65,7 @@ def sdpa_zero_masked_rows(Q, K, V, mask=None):
     """torch's scaled dot-product attention, with this package's definition of a query that may
     attend to nothing (zeros; torch gives NaN there). Leading dimensions are broadcast first
     (grouped-query attention passes k and v with a size-1 group dimension)."""
-    batch = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])  # torch's imports sympy: 0.4 s
     Q, K, V = (t.expand(*batch, *t.shape[-2:]) for t in (Q, K, V))
     out = TF.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
     if mask is None:

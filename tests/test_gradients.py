@@ -63,10 +63,6 @@ def _masked_logits() -> torch.Tensor:
     return x.masked_fill(mask, -float("inf")).requires_grad_()
 
 
-def test_softmax_gradcheck_with_masked_entries():
-    assert torch.autograd.gradcheck(F.softmax, (_masked_logits(),))
-
-
 def test_softmax_gradient_with_masked_entries_matches_builtin():
     x = _masked_logits()
     (g_ours,), (g_builtin,) = _grads(F.softmax, [x]), _grads(KERNELS["softmax"][1], [x])

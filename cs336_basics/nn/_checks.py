@@ -45,3 +45,17 @@ def check_positive(name: str, value: int | float) -> None:
 def check_dim(name: str, tensor: torch.Tensor, dim: int) -> None:
     if not -tensor.dim() <= dim < max(tensor.dim(), 1):
         raise ValueError(f"dim must be in [{-tensor.dim()}, {tensor.dim() - 1}] for {name} of shape {tuple(tensor.shape)}, got {dim}")
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape that `shapes` broadcast to (NumPy's rules: align on the right, each size equal or
+    1), or None if they do not broadcast. Plain Python: torch.broadcast_shapes imports sympy on
+    its first call, 0.4 s."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for i in range(1, ndim + 1):
+        sizes = {s[-i] for s in shapes if len(s) >= i} - {1}
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(reversed(out))

@@ -18,6 +18,7 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from cs336_basics.nn._checks import (
+    broadcast_shape,
     check_dim,
     check_float,
     check_last_dim,
@@ -277,11 +278,7 @@ def _check_bool_mask(mask: Tensor, scores_shape: tuple[int, ...]) -> None:
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {got}")
-    try:
-        shape = torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
-        shape = None
-    if shape != torch.Size(scores_shape):
+    if broadcast_shape(mask.shape, scores_shape) != tuple(scores_shape):
         raise ValueError(
             f"mask must broadcast to (..., queries, keys) = {tuple(scores_shape)}, got shape {tuple(mask.shape)}"
         )
@@ -309,12 +306,11 @@ def scaled_dot_product_attention(
     check_last_dim("K", K, Q.shape[-1], "d_k (Q's last dimension)")
     if K.shape[-2] != V.shape[-2]:
         raise ValueError(f"K and V must have the same number of keys, got K {tuple(K.shape)} and V {tuple(V.shape)}")
-    try:
-        batch = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    except RuntimeError:
+    batch = broadcast_shape(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    if batch is None:
         raise ValueError(
             f"the leading dimensions of Q {tuple(Q.shape)}, K {tuple(K.shape)} and V {tuple(V.shape)} must broadcast"
-        ) from None
+        )
     if mask is not None:
         _check_bool_mask(mask, (*batch, Q.shape[-2], K.shape[-2]))
     # BEGIN SOLUTION
@@ -378,12 +374,8 @@ def rope(
     if not isinstance(token_positions, Tensor) or token_positions.dtype not in (torch.int64, torch.int32):
         got = token_positions.dtype if isinstance(token_positions, Tensor) else type(token_positions).__name__
         raise TypeError(f"token_positions must be an integer tensor of dtype torch.int64 or torch.int32, got {got}")
-    try:
-        torch.broadcast_shapes(token_positions.shape, x.shape[:-1])
-        ok = token_positions.dim() > 0 and token_positions.shape[-1] == x.shape[-2]
-    except RuntimeError:
-        ok = False
-    if not ok:
+    ok = broadcast_shape(token_positions.shape, x.shape[:-1]) is not None
+    if not (ok and token_positions.dim() > 0 and token_positions.shape[-1] == x.shape[-2]):
         raise ValueError(
             f"token_positions must broadcast to x's (..., seq) = {tuple(x.shape[:-1])} with its last dimension "
             f"seq={x.shape[-2]}, got shape {tuple(token_positions.shape)}"
