@@ -11,6 +11,7 @@ A fixture is one safetensors file `<name>.safetensors` holding:
     (JSON: each fingerprinted mistake's name and diagnosis in words).
 """
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,13 @@ def load_fixture(name: str, directory: Path = FIXTURES_DIR) -> Fixture:
     )
 
 
+@functools.cache
+def _component_of(path: Path, mtime_ns: int) -> str:
+    return _metadata(path)["component"]
+
+
 def fixture_names(component: str, directory: Path = FIXTURES_DIR) -> list[str]:
-    """The names of the stored fixtures of one component, sorted (reads only the file headers)."""
-    return [p.stem for p in sorted(Path(directory).glob("*.safetensors")) if _metadata(p)["component"] == component]
+    """The names of the stored fixtures of one component, sorted. Reads each file's header once
+    per process (again if the file changes): every test module asks at collection."""
+    paths = sorted(Path(directory).glob("*.safetensors"))
+    return [p.stem for p in paths if _component_of(p, p.stat().st_mtime_ns) == component]

@@ -19,9 +19,10 @@ import torch.distributed as dist
 from torch import nn
 
 from cs336_basics.nn import convert
-from cs336_basics.nn.modules import Linear, SwiGLUFFN
+from cs336_basics.nn.modules import Linear, MultiHeadSelfAttention, RotaryPositionalEmbedding, SwiGLUFFN
 from cs336_basics.nn.parallel import (
     ColumnParallelLinear,
+    ParallelAttention,
     ParallelSwiGLUFFN,
     RowParallelLinear,
 )
@@ -121,8 +122,40 @@ def run_case(module: nn.Module, kind: str, dtype, rank: int, world_size: int) ->
             "forward": dict(forward_counts), "backward": dict(backward_counts)}
 
 
+# Attention split by head (tests/test_parallel_heads.py): GQA, 8 query heads on 4 kv heads, RoPE.
+HEADS_D, HEADS_H, HEADS_KV, HEADS_SEQ = 32, 8, 4, 6
+
+
+def heads_rope() -> RotaryPositionalEmbedding:
+    return RotaryPositionalEmbedding(10000.0, HEADS_D // HEADS_H, 64)
+
+
+def heads_case() -> tuple:
+    """(the single-process attention, its weights without the RoPE buffers, x, dy), float64, seeded."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        full = MultiHeadSelfAttention(HEADS_D, HEADS_H, HEADS_KV, rope=heads_rope(), dtype=torch.float64)
+        x = torch.randn(2, HEADS_SEQ, HEADS_D, dtype=torch.float64)
+        dy = torch.randn(2, HEADS_SEQ, HEADS_D, dtype=torch.float64)
+    weights = {k: v for k, v in full.state_dict().items() if not k.startswith("rope")}
+    return full, weights, x, dy
+
+
+def rank_heads(rank: int, world_size: int) -> tuple:
+    """On one rank: ParallelAttention holding this rank's heads; (output, input grad, collectives)."""
+    _, weights, x, dy = heads_case()
+    m = ParallelAttention(HEADS_D, HEADS_H, HEADS_KV, rope=heads_rope(), dtype=torch.float64)
+    m.load_state_dict(convert.shard_state_dict(weights, convert.sharding_plan(m), rank, world_size), strict=False)
+    x = x.clone().requires_grad_()
+    with counting_collectives() as counts:
+        y = m(x)
+    (y * dy).sum().backward()
+    return y.detach(), x.grad, dict(counts)
+
+
 def rank_ours(rank: int, world_size: int) -> dict:
-    """On one rank: every (kind, dtype) case through our parallel modules."""
+    """On one rank: every (kind, dtype) case through our parallel modules, and the attention split
+    by head (key "heads"). One launch runs them all: each launch costs a fork per rank."""
     out = {}
     for kind in KINDS:
         for dtype in DTYPES:
@@ -130,6 +163,7 @@ def rank_ours(rank: int, world_size: int) -> dict:
             full = {k: v.to(dtype) for k, v in inputs(kind)["weights"].items()}
             convert.load_state_dict(module, convert.shard_state_dict(full, convert.sharding_plan(module), rank, world_size))
             out[kind, dtype] = run_case(module, kind, dtype, rank, world_size)
+    out["heads"] = rank_heads(rank, world_size)
     return out
 
 
