@@ -12,6 +12,7 @@ from cs336_basics.nn.parallel import comm
 from cs336_basics.nn.parallel.launch import launch
 
 from .. import _parallel as P
+from ..adapters import run_column_parallel_linear
 
 
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here
@@ -70,3 +71,27 @@ def test_parallel_backend_is_gloo_without_cuda_and_overridable(monkeypatch):
     monkeypatch.setenv(comm.BACKEND_ENV, "mpi?")
     with pytest.raises(ValueError, match=r"CS336_DIST_BACKEND must be one of \['gloo', 'nccl'\], got 'mpi\?'"):
         comm.choose_backend()
+
+
+def _rank_column_in_group(rank, world_size, w, x, gather_output):
+    return run_column_parallel_linear(16, 24, world_size, w, x, gather_output=gather_output)
+
+
+@pytest.mark.parametrize("gather_output", [True, False], ids=["gathered", "sharded"])
+def test_parallel_run_sharded_on_a_rank_gives_every_rank_what_a_launch_gives(gather_output):
+    # tests/test_parallel_adapters.py runs every fixture case in one launch this way
+    g = torch.Generator().manual_seed(0)
+    w, x = torch.randn(24, 16, generator=g), torch.randn(2, 3, 16, generator=g)
+    launched = run_column_parallel_linear(16, 24, 2, w, x, gather_output=gather_output)
+    in_group = launch(_rank_column_in_group, 2, (w, x, gather_output))
+    assert launched.shape == (2, 3, 24)
+    assert all(torch.equal(y, launched) for y in in_group)
+
+
+def _rank_asks_for_another_world_size(rank, world_size, w, x):
+    return run_column_parallel_linear(16, 24, 4, w, x)
+
+
+def test_parallel_run_sharded_on_a_rank_of_another_group_size_raises_naming_both():
+    with pytest.raises(ValueError, match=r"run_sharded on a rank of a group of 2 needs world_size=2, got 4"):
+        launch(_rank_asks_for_another_world_size, 2, (torch.zeros(24, 16), torch.zeros(3, 16)))

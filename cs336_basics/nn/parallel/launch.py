@@ -209,7 +209,20 @@ def run_sharded(
     """make_module(device=, dtype=) built on each of `world_size` ranks, loaded with its shard of
     the full `state_dict` (`convert.shard_state_dict` by the module's `sharding_plan`) and applied
     to x. Returns the whole output as one tensor on x's device: rank 0's, or every rank's
-    concatenated along the last dim where the module leaves its output sharded."""
+    concatenated along the last dim where the module leaves its output sharded.
+
+    Called on a rank of a running group of `world_size` (a test that runs many cases in one
+    launch), it computes this rank's part there and all-gathers a sharded output instead."""
+    if dist.is_initialized():
+        if dist.get_world_size() != world_size:
+            raise ValueError(f"run_sharded on a rank of a group of {dist.get_world_size()} needs world_size="
+                             f"{dist.get_world_size()}, got {world_size}")
+        y, sharded = _sharded_forward(dist.get_rank(), world_size, make_module, state_dict, x)
+        if sharded:
+            parts = [torch.empty_like(y) for _ in range(world_size)]
+            dist.all_gather(parts, y)
+            y = torch.cat(parts, dim=-1)
+        return y.to(x.device)
     outputs = launch(_sharded_forward, world_size, (make_module, state_dict, x), **launch_kwargs)
     ys = [y for y, _ in outputs]
     return (torch.cat(ys, dim=-1) if outputs[0][1] else ys[0]).to(x.device)
