@@ -139,14 +139,14 @@ def table(times: dict[str, list[float]], cpu: dict[str, list[float]], codes: dic
 
 def profile(handout: Path, times: dict[str, list[float]], top: int = 15) -> None:
     """Collection's import costs and the slowest components' slowest tests."""
-    done = _run(["uv", "run", "python", "-X", "importtime", "-m", "pytest", "--collect-only", "-q"], handout,
+    done = _run(["uv", "run", "python", "-X", "importtime", "-m", "pytest", "--collect-only", "-q", "-s"], handout,
                 capture_output=True, text=True)
     rows = []
     for line in done.stderr.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
         if m:
             rows.append((int(m.group(2)), int(m.group(1)), len(m.group(3)) // 2, m.group(4)))
-    print(f"\ncollection (`uv run python -X importtime -m pytest --collect-only -q`), top {top} imports by cumulative time:")
+    print(f"\ncollection (`uv run python -X importtime -m pytest --collect-only -q -s`; -s, or pytest swallows the import log), top {top} imports by cumulative time:")
     print(f"{'cumulative ms':>14} {'self ms':>8}  module (depth)")
     for cum, self_us, depth, name in sorted(rows, reverse=True)[:top]:
         print(f"{cum / 1e3:>14.0f} {self_us / 1e3:>8.0f}  {name} ({depth})")

@@ -5,7 +5,7 @@ One launch per world size runs every case on every rank and returns the raw tens
 then assert one behaviour each on those results. A case is a layer kind in a dtype: its output,
 the gradient of its input and of each weight, for a fixed random upstream gradient dy. The
 public tests use groups of WORLD_SIZE ranks; the course staff's suite adds 1 and 4, and
-PyTorch's DTensor tensor parallelism as a second oracle (tests/staff/test_parallel_world_sizes.py).
+PyTorch's DTensor tensor parallelism as a second oracle.
 """
 
 import functools

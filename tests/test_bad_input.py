@@ -2,8 +2,7 @@
 never a silent wrong answer and never a bare traceback from deep inside torch.
 
 The table runs with jaxtyping's runtime checks switched off (the course staff's suite runs under
-jaxtyping's import hook; tests/staff/test_annotations_hook.py), so it tests the package's own
-messages, what a user sees.
+jaxtyping's import hook), so it tests the package's own messages, what a user sees.
 """
 
 import jaxtyping

@@ -1,6 +1,6 @@
 """The tensor-parallel adapters: full weights in, whole output out, equal to the stored fixtures
 (two ranks). The course staff's suite also calls them with 1, 2 and 4 ranks against PyTorch's
-built-ins (tests/staff/test_parallel_world_sizes.py)."""
+built-ins."""
 
 import functools
 
