@@ -1,8 +1,13 @@
 """The launcher behind the tensor-parallel tests and adapters: results come back in rank order,
 a failing rank's exception reaches the caller, a hung group is killed at its timeout, and no
-process outlives a launch."""
+process outlives a launch. run_sharded on a rank of a running group gives what a launch gives,
+which lets the public fixture tests share one launch and still fail one case at a time."""
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +18,8 @@ from cs336_basics.nn.parallel.launch import launch
 
 from .. import _parallel as P
 from ..adapters import run_column_parallel_linear
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here
@@ -95,3 +102,27 @@ def _rank_asks_for_another_world_size(rank, world_size, w, x):
 def test_parallel_run_sharded_on_a_rank_of_another_group_size_raises_naming_both():
     with pytest.raises(ValueError, match=r"run_sharded on a rank of a group of 2 needs world_size=2, got 4"):
         launch(_rank_asks_for_another_world_size, 2, (torch.zeros(24, 16), torch.zeros(3, 16)))
+
+
+ROW_BROKEN = """
+def pytest_sessionstart(session):
+    from cs336_basics.nn.parallel.row import RowParallelLinear
+
+    def forward(self, x):
+        raise NotImplementedError("row-parallel forward not written yet")
+
+    RowParallelLinear.forward = forward
+"""
+
+
+def test_parallel_fixture_tests_report_each_case_on_its_own_when_one_case_raises(tmp_path):
+    # tests/test_parallel_adapters.py runs every case in one launch; a case that raises must fail
+    # only its own test (and the FFN's, which uses a row-parallel layer), with its own error
+    (tmp_path / "row_broken.py").write_text(ROW_BROKEN)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "row_broken", "-rf",
+                           "tests/test_parallel_adapters.py"], cwd=REPO, env=env, capture_output=True, text=True)
+    failed = sorted(line.split("[")[1].split("]")[0] for line in done.stdout.splitlines() if line.startswith("FAILED"))
+    assert failed == ["parallel_ffn", "parallel_row"], done.stdout[-3000:]
+    assert done.stdout.count("row-parallel forward not written yet") >= 2
+    assert "2 passed" in done.stdout.splitlines()[-1]
