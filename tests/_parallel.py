@@ -153,9 +153,8 @@ def rank_heads(rank: int, world_size: int) -> tuple:
     return y.detach(), x.grad, dict(counts)
 
 
-def rank_ours(rank: int, world_size: int) -> dict:
-    """On one rank: every (kind, dtype) case through our parallel modules, and the attention split
-    by head (key "heads"). One launch runs them all: each launch costs a fork per rank."""
+def rank_layers(rank: int, world_size: int) -> dict:
+    """On one rank: every (kind, dtype) case through our parallel modules."""
     out = {}
     for kind in KINDS:
         for dtype in DTYPES:
@@ -163,20 +162,43 @@ def rank_ours(rank: int, world_size: int) -> dict:
             full = {k: v.to(dtype) for k, v in inputs(kind)["weights"].items()}
             convert.load_state_dict(module, convert.shard_state_dict(full, convert.sharding_plan(module), rank, world_size))
             out[kind, dtype] = run_case(module, kind, dtype, rank, world_size)
-    out["heads"] = rank_heads(rank, world_size)
     return out
 
 
+PARTS = {"layers": rank_layers, "heads": rank_heads}
+
+
+def rank_every_part(rank: int, world_size: int) -> dict:
+    return {part: fn(rank, world_size) for part, fn in PARTS.items()}
+
+
 @functools.cache
-def ranks_ours(world_size: int) -> list[dict]:
-    """rank_ours on every rank of one group of `world_size` (launched once per world size)."""
-    return launch(rank_ours, world_size, timeout=60)
+def _every_part_in_one_launch(world_size: int) -> list[dict] | None:
+    """Every part on every rank of one group (each launch forks every rank: ~0.1 s of CPU), or
+    None if that launch failed."""
+    try:
+        return launch(rank_every_part, world_size, timeout=60)
+    except Exception:  # noqa: BLE001 -- each part then gets a launch of its own, and its own error
+        return None
+
+
+@functools.cache
+def _one_part(part: str, world_size: int) -> list:
+    return launch(PARTS[part], world_size, timeout=60)
+
+
+def ranks(part: str, world_size: int) -> list:
+    """Each rank's result of one part ("layers" or "heads"). All parts share one launch; if it
+    fails, each part runs in a launch of its own, so an unfinished ParallelAttention fails only
+    the heads test, with its own error."""
+    together = _every_part_in_one_launch(world_size)
+    return [r[part] for r in together] if together is not None else _one_part(part, world_size)
 
 
 @functools.cache
 def ours(kind: str, world_size: int, dtype: torch.dtype) -> dict:
     """The whole result of our parallel modules for one case: see assemble."""
-    return assemble(ranks_ours(world_size), kind, dtype, True, plan_of(kind))
+    return assemble(ranks("layers", world_size), kind, dtype, True, plan_of(kind))
 
 
 def assemble(per_rank: list[dict], kind: str, dtype, sharded_weights: bool, plan: dict | None = None) -> dict:

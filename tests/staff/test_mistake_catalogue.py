@@ -105,7 +105,7 @@ def _parallel_layer_failures(world_size: int = 2) -> list[str]:
     from tests import _parallel as P
     from tests.test_parallel_layers import COLLECTIVES, TOL_SINGLE
 
-    results = launch(P.rank_ours, world_size, timeout=60)
+    results = launch(P.rank_layers, world_size, timeout=60)
     fails = []
     for kind in P.KINDS:
         for dtype in P.DTYPES:

@@ -104,25 +104,38 @@ def test_parallel_run_sharded_on_a_rank_of_another_group_size_raises_naming_both
         launch(_rank_asks_for_another_world_size, 2, (torch.zeros(24, 16), torch.zeros(3, 16)))
 
 
-ROW_BROKEN = """
+BROKEN = """
 def pytest_sessionstart(session):
-    from cs336_basics.nn.parallel.row import RowParallelLinear
+    import cs336_basics.nn.parallel as parallel
 
-    def forward(self, x):
-        raise NotImplementedError("row-parallel forward not written yet")
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("{cls} forward not written yet")
 
-    RowParallelLinear.forward = forward
+    parallel.{cls}.forward = forward
 """
+
+
+def _run_with_broken(tmp_path, cls: str, *test_files: str) -> tuple[list[str], str]:
+    """The public tests in test_files with `cls.forward` raising in every process: (failed test ids, output)."""
+    (tmp_path / "broken.py").write_text(BROKEN.format(cls=cls))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "broken", "-rf", *test_files],
+                          cwd=REPO, env=env, capture_output=True, text=True)
+    failed = sorted(line.split()[1].split("::")[1] for line in done.stdout.splitlines() if line.startswith("FAILED"))
+    return failed, done.stdout
 
 
 def test_parallel_fixture_tests_report_each_case_on_its_own_when_one_case_raises(tmp_path):
     # tests/test_parallel_adapters.py runs every case in one launch; a case that raises must fail
     # only its own test (and the FFN's, which uses a row-parallel layer), with its own error
-    (tmp_path / "row_broken.py").write_text(ROW_BROKEN)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "row_broken", "-rf",
-                           "tests/test_parallel_adapters.py"], cwd=REPO, env=env, capture_output=True, text=True)
-    failed = sorted(line.split("[")[1].split("]")[0] for line in done.stdout.splitlines() if line.startswith("FAILED"))
-    assert failed == ["parallel_ffn", "parallel_row"], done.stdout[-3000:]
-    assert done.stdout.count("row-parallel forward not written yet") >= 2
-    assert "2 passed" in done.stdout.splitlines()[-1]
+    failed, out = _run_with_broken(tmp_path, "RowParallelLinear", "tests/test_parallel_adapters.py")
+    assert failed == ["test_parallel_matches_fixture[parallel_ffn]", "test_parallel_matches_fixture[parallel_row]"], out[-3000:]
+    assert out.count("RowParallelLinear forward not written yet") >= 2
+    assert "2 passed" in out.splitlines()[-1]
+
+
+def test_parallel_unfinished_attention_fails_only_the_heads_test(tmp_path):
+    # the layer checks and the attention split by head share one launch
+    failed, out = _run_with_broken(tmp_path, "ParallelAttention", "tests/test_parallel_layers.py", "tests/test_parallel_heads.py")
+    assert failed == ["test_parallel_heads_split_equals_one_process"], out[-3000:]
+    assert "ParallelAttention forward not written yet" in out
