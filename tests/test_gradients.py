@@ -12,7 +12,7 @@ from cs336_basics.testing import tolerance
 from ._helpers import F64, assert_close
 from .test_dtypes import BIG, DTYPES, KERNELS, NAMES, inputs
 
-SHAPE = (2, 3, 4)  # small: gradcheck differentiates numerically, one input element at a time
+SHAPE = (2, 3, 4)  # small: the staff suite's gradcheck differentiates numerically, one input element at a time
 
 
 def _inputs(name: str) -> list:

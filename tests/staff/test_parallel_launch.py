@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 from cs336_basics.nn.parallel import comm
-from cs336_basics.nn.parallel.launch import launch
+from cs336_basics.nn.parallel.launch import START_METHOD_ENV, launch
 
 from .. import _parallel as P
 from ..adapters import run_column_parallel_linear
@@ -118,7 +118,8 @@ def pytest_sessionstart(session):
 def _run_with_broken(tmp_path, cls: str, *test_files: str) -> tuple[list[str], str]:
     """The public tests in test_files with `cls.forward` raising in every process: (failed test ids, output)."""
     (tmp_path / "broken.py").write_text(BROKEN.format(cls=cls))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    # the patch is made in the pytest process: the ranks see it only if they are forked from it
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]), **{START_METHOD_ENV: "fork"})
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "broken", "-rf", *test_files],
                           cwd=REPO, env=env, capture_output=True, text=True)
     failed = sorted(line.split()[1].split("::")[1] for line in done.stdout.splitlines() if line.startswith("FAILED"))

@@ -188,15 +188,22 @@ def launch(
     return results
 
 
-def _sharded_forward(rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor):
-    """One rank of `run_sharded`: build, load this rank's shard, run."""
+def _sharded_output(rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor):
+    """Build, load this rank's shard, run: (this rank's output on the group's device, whether the
+    module leaves it sharded)."""
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else x.device
     module = make_module(device=device, dtype=x.dtype)
     shard = convert.shard_state_dict(state_dict, convert.sharding_plan(module), rank, world_size)
     convert.load_state_dict(module, shard)
     with torch.no_grad():
         y = module(x.to(device))
-    return y.cpu(), bool(module.output_is_sharded)
+    return y, bool(module.output_is_sharded)
+
+
+def _sharded_forward(rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor):
+    """One rank of `run_sharded`'s launch: its output, on the CPU for the parent."""
+    y, sharded = _sharded_output(rank, world_size, make_module, state_dict, x)
+    return y.cpu(), sharded
 
 
 def run_sharded(
@@ -212,15 +219,16 @@ def run_sharded(
     concatenated along the last dim where the module leaves its output sharded.
 
     Called on a rank of a running group of `world_size` (a test that runs many cases in one
-    launch), it computes this rank's part there and all-gathers a sharded output instead."""
+    launch, or a torchrun job), it computes this rank's part in that group and all-gathers a
+    sharded output on the group's device; launch_kwargs then do not apply."""
     if dist.is_initialized():
         if dist.get_world_size() != world_size:
             raise ValueError(f"run_sharded on a rank of a group of {dist.get_world_size()} needs world_size="
                              f"{dist.get_world_size()}, got {world_size}")
-        y, sharded = _sharded_forward(dist.get_rank(), world_size, make_module, state_dict, x)
+        y, sharded = _sharded_output(dist.get_rank(), world_size, make_module, state_dict, x)
         if sharded:
             parts = [torch.empty_like(y) for _ in range(world_size)]
-            dist.all_gather(parts, y)
+            dist.all_gather(parts, y)  # before leaving the device: nccl gathers CUDA tensors only
             y = torch.cat(parts, dim=-1)
         return y.to(x.device)
     outputs = launch(_sharded_forward, world_size, (make_module, state_dict, x), **launch_kwargs)
