@@ -165,40 +165,40 @@ def rank_layers(rank: int, world_size: int) -> dict:
     return out
 
 
-PARTS = {"layers": rank_layers, "heads": rank_heads}
-
-
-def rank_every_part(rank: int, world_size: int) -> dict:
-    return {part: fn(rank, world_size) for part, fn in PARTS.items()}
+def _run_jobs(rank: int, world_size: int, jobs: tuple) -> dict:
+    return {name: fn(rank, world_size) for name, fn in jobs}
 
 
 @functools.cache
-def _every_part_in_one_launch(world_size: int) -> list[dict] | None:
-    """Every part on every rank of one group (each launch forks every rank: ~0.1 s of CPU), or
-    None if that launch failed."""
+def _jobs_in_one_launch(jobs: tuple, world_size: int) -> list[dict] | None:
     try:
-        return launch(rank_every_part, world_size, timeout=60)
-    except Exception:  # noqa: BLE001 -- each part then gets a launch of its own, and its own error
+        return launch(_run_jobs, world_size, (jobs,))
+    except Exception:  # noqa: BLE001 -- each job then gets a launch of its own, and its own error
         return None
 
 
 @functools.cache
-def _one_part(part: str, world_size: int) -> list:
-    return launch(PARTS[part], world_size, timeout=60)
+def _job_alone(fn, world_size: int) -> list:
+    return launch(fn, world_size)
 
 
-def ranks(part: str, world_size: int) -> list:
-    """Each rank's result of one part ("layers" or "heads"). All parts share one launch; if it
-    fails, each part runs in a launch of its own, so an unfinished ParallelAttention fails only
-    the heads test, with its own error."""
-    together = _every_part_in_one_launch(world_size)
-    return [r[part] for r in together] if together is not None else _one_part(part, world_size)
+def shared_launch(jobs: tuple, name: str, world_size: int) -> list:
+    """Each rank's result of the job called `name`, one of `jobs`: (name, fn(rank, world_size))
+    pairs, a module constant so that results are cached. Every job runs in one launch (each
+    launch forks every rank: ~0.1 s of CPU); if that launch fails, each job runs in a launch of
+    its own, so a job that raises fails only the tests that use it, with its own error."""
+    together = _jobs_in_one_launch(jobs, world_size)
+    return [r[name] for r in together] if together is not None else _job_alone(dict(jobs)[name], world_size)
+
+
+# The layer checks and the attention split by head (tests/test_parallel_layers.py, _heads.py).
+PARTS = (("layers", rank_layers), ("heads", rank_heads))
 
 
 @functools.cache
 def ours(kind: str, world_size: int, dtype: torch.dtype) -> dict:
     """The whole result of our parallel modules for one case: see assemble."""
-    return assemble(ranks("layers", world_size), kind, dtype, True, plan_of(kind))
+    return assemble(shared_launch(PARTS, "layers", world_size), kind, dtype, True, plan_of(kind))
 
 
 def assemble(per_rank: list[dict], kind: str, dtype, sharded_weights: bool, plan: dict | None = None) -> dict:

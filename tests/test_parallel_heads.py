@@ -1,6 +1,6 @@
 """Attention split by head equals the single-process attention (GQA: 8 query heads, 4 kv heads,
 RoPE), output and input gradient, with two ranks (the course staff's suite adds 1 and 4). It runs
-in the same launch as tests/test_parallel_layers.py (tests/_parallel.py, ranks). Floor
+in the same launch as tests/test_parallel_layers.py (tests/_parallel.py, shared_launch). Floor
 measured at W = 1, 2, 4: 1.0e-15 (float64)."""
 
 import torch
@@ -18,7 +18,7 @@ def test_parallel_heads_split_equals_one_process(world_size=P.WORLD_SIZE):
     xg = x.clone().requires_grad_()
     want = full(xg)
     (want * dy).sum().backward()
-    y, dx, counts = P.ranks("heads", world_size)[0]
+    y, dx, counts = P.shared_launch(P.PARTS, "heads", world_size)[0]
     assert_close(y, want.detach(), TOL, f"attention output, W={world_size}")
     assert_close(dx, xg.grad, TOL, f"attention input grad, W={world_size}")
     assert counts == ({} if world_size == 1 else {"all_reduce": 1})

@@ -21,10 +21,15 @@ from .. import oracles
 from .. import test_parallel_heads as heads
 from .. import test_parallel_layers as layers
 from .._helpers import assert_close, rand
-from ..adapters import run_column_parallel_linear, run_parallel_swiglu, run_row_parallel_linear
+from ..adapters import (
+    run_column_parallel_linear,
+    run_parallel_swiglu,
+    run_row_parallel_linear,
+)
 
 OTHER_SIZES = (1, 4)
 ALL_SIZES = (1, 2, 4)
+CASE_IDS = [i.replace(f"-W{P.WORLD_SIZE}", "") for i in layers.IDS]  # kind-dtype; the size is a parameter here
 TOL_ADAPTERS = tolerance(4.4e-7)  # float32; measured floor vs built-ins over 3 seeds, W = 1, 2, 4
 TOL_DTENSOR = {torch.float32: tolerance(2.0e-7), torch.float64: tolerance(3.2e-16, torch.float64)}
 
@@ -36,7 +41,7 @@ def _ids(world_size):
 
 
 @pytest.mark.parametrize("world_size", OTHER_SIZES, ids=_ids)
-@pytest.mark.parametrize("kind, dtype", layers.CASES, ids=[i.replace(f"-W{P.WORLD_SIZE}", "") for i in layers.IDS])
+@pytest.mark.parametrize("kind, dtype", layers.CASES, ids=CASE_IDS)
 def test_parallel_output_and_gradients_equal_single_process_at_other_world_sizes(kind, dtype, world_size):
     layers.test_parallel_output_equals_single_process(kind, dtype, world_size)
     layers.test_parallel_input_grad_equals_single_process(kind, dtype, world_size)
@@ -150,7 +155,7 @@ def _dtensor_ranks(world_size: int) -> list[dict]:
 
 
 @pytest.mark.parametrize("world_size", ALL_SIZES, ids=_ids)
-@pytest.mark.parametrize("kind, dtype", layers.CASES, ids=[i.replace(f"-W{P.WORLD_SIZE}", "") for i in layers.IDS])
+@pytest.mark.parametrize("kind, dtype", layers.CASES, ids=CASE_IDS)
 def test_parallel_agrees_with_dtensor_parallelize_module(kind, dtype, world_size):
     got, want = P.ours(kind, world_size, dtype), dtensor(kind, world_size, dtype)
     tol = TOL_DTENSOR[dtype]
