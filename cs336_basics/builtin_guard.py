@@ -8,7 +8,11 @@ component that calls it, or the built-in of a component it is made of, is not gr
 Calls are recorded through PyTorch's own hooks, not by reading source code:
 TorchFunctionMode sees Python-level calls (torch.nn.functional.*, torch.*, Tensor methods,
 torch.ops.*), TorchDispatchMode sees every ATen operator that runs (so a built-in reached by
-another route, e.g. torch.ops.aten.silu or a torch.nn module, is seen too).
+another route, e.g. torch.ops.aten.silu or a torch.nn module, is seen too), and, below both, an
+observer at the dispatcher (the profiler's RecordFunction callbacks, `dispatch=True` only) sees
+every operator the dispatcher calls, composite ones before they decompose, even while code
+excludes the Python dispatch key or pops the mode stacks. The recorder checks on exit that its
+modes and its observer are still the ones it installed (RecordingTampered otherwise).
 
 Public tests:  with assert_no_builtins("silu"): out = run_silu(x)
 The grader records in its worker with CallRecorder and checks with forbidden_calls().
@@ -19,35 +23,47 @@ import contextlib
 from contextlib import contextmanager
 from types import MappingProxyType
 
-import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
+import secrets
 
-_LINEAR = frozenset({"F.linear", "F.bilinear", "aten.linear", "aten.bilinear"})
-_SILU = frozenset({"F.silu", "aten.silu", "aten.silu_"})
-_GELU = frozenset({"F.gelu", "aten.gelu", "aten.gelu_"})
-_GLU = frozenset({"F.glu", "aten.glu"})
-_SOFTMAX = frozenset({
-    "F.softmax", "F.log_softmax", "F.softmin", "F.gumbel_softmax", "torch.softmax", "torch.log_softmax",
-    "torch._softmax", "torch._log_softmax", "torch.special.softmax", "torch.special.log_softmax",
-    "Tensor.softmax", "Tensor.log_softmax", "aten.softmax", "aten._softmax", "aten.log_softmax",
-    "aten._log_softmax", "aten._safe_softmax",
-})
-_RMSNORM = frozenset({"F.rms_norm", "aten.rms_norm", "aten._fused_rms_norm"})
-_LAYERNORM = frozenset({"F.layer_norm", "F.group_norm", "aten.layer_norm", "aten.native_layer_norm",
-                        "aten.group_norm", "aten.native_group_norm"})
-_EMBEDDING = frozenset({"F.embedding", "F.embedding_bag", "aten.embedding", "aten.embedding_bag",
-                        "aten._embedding_bag"})
+import torch
+from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler_legacy, _enable_profiler_legacy
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+def _every_alias(*ops: str) -> frozenset[str]:
+    """Every public name of these ops that exists in this torch: torch.X, torch.nn.functional.X
+    (F.X), torch.special.X, Tensor.X and torch.ops.aten.X (aten.X), in-place forms X_ included,
+    as call_name() writes them (e.g. "silu" gives F.silu, aten.silu, aten.silu_, torch.silu_ ...)."""
+    names = set()
+    for op in ops:
+        for form in (op, op + "_"):
+            for space, short in ((torch, "torch."), (torch.nn.functional, "F."), (torch.special, "torch.special."),
+                                 (torch.Tensor, "Tensor.")):
+                if callable(getattr(space, form, None)):
+                    names.add(short + form)
+            if hasattr(torch.ops.aten, form):
+                names.add("aten." + form)
+    return frozenset(names)
+
+
+_LINEAR = _every_alias("linear", "bilinear", "addmm_linear")
+_SILU = _every_alias("silu")
+_GELU = _every_alias("gelu")
+_GLU = _every_alias("glu")
+_SOFTMAX = _every_alias("softmax", "log_softmax", "softmin", "gumbel_softmax", "_softmax", "_log_softmax",
+                        "_safe_softmax")
+_RMSNORM = _every_alias("rms_norm", "_fused_rms_norm")
+_LAYERNORM = _every_alias("layer_norm", "native_layer_norm", "group_norm", "native_group_norm")
+_EMBEDDING = _every_alias("embedding", "embedding_bag", "_embedding_bag")
 # No component may reach for attention or whole-layer built-ins.
-_ANYWHERE = frozenset({"F.scaled_dot_product_attention", "F.multi_head_attention_forward",
-                       "aten.scaled_dot_product_attention", "aten._scaled_dot_product_attention_math",
-                       "aten._scaled_dot_product_flash_attention_for_cpu",
-                       "aten._scaled_dot_product_efficient_attention", "aten._native_multi_head_attention",
-                       "aten._transformer_encoder_layer_fwd"})
+_ANYWHERE = _every_alias("scaled_dot_product_attention", "multi_head_attention_forward",
+                         "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention_for_cpu",
+                         "_scaled_dot_product_efficient_attention", "_native_multi_head_attention",
+                         "_transformer_encoder_layer_fwd")
 
 _MHA = frozenset({"torch.nn.modules.activation.MultiheadAttention.forward", "F.multi_head_attention_forward",
                   "aten._native_multi_head_attention"})
-_ROPE = frozenset({"torch.polar", "aten.polar", "torch.view_as_complex", "aten.view_as_complex"})
+_ROPE = _every_alias("polar", "view_as_complex")
 _DECODER = _ANYWHERE | _MHA | _LINEAR | _SILU | _GLU | _SOFTMAX | _RMSNORM | _EMBEDDING
 
 # component -> the built-ins (canonical names, see call_name) it may not call
@@ -128,6 +144,38 @@ class _DispatchRecorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class RecordingTampered(Exception):
+    """The code recorded switched the recorder's modes or its dispatcher observer off or swapped them."""
+
+
+class _DispatcherObserver:
+    """The operators the dispatcher calls in this thread, seen by the legacy profiler's
+    RecordFunction callbacks (torch/autograd/profiler_legacy.py): below the Python dispatch key
+    and the mode stacks, and cheap (no kineto, no thread). A fresh random marker opens the
+    recording: the records returned at the end must hold it, or they are not this session's."""
+
+    _CONFIG = ProfilerConfig(ProfilerState.CPU, False, False, False, False, False, torch._C._profiler._ExperimentalConfig())
+
+    def __init__(self, calls: set[str]):
+        self.calls = calls
+        self.marker = "cs336-recorder-" + secrets.token_hex(16)
+
+    def __enter__(self):
+        _enable_profiler_legacy(self._CONFIG)
+        with torch.autograd.profiler.record_function(self.marker):
+            pass
+
+    def __exit__(self, *exc) -> None:
+        try:
+            records = _disable_profiler_legacy()
+        except RuntimeError as e:
+            raise RecordingTampered(f"the profiler was switched off ({e})") from None
+        names = {event.name() for thread in records for event in thread if event.kind() == "push"}
+        if self.marker not in names:
+            raise RecordingTampered("the profiler was restarted: its records are not the recorder's")
+        self.calls.update("aten." + n[len("aten::"):] for n in names if n.startswith("aten::"))
+
+
 class CallRecorder:
     """Records, while active, the canonical names of the torch functions and ATen operators
     called in this thread (`calls`) and how many operators ran (`operators`)."""
@@ -135,31 +183,60 @@ class CallRecorder:
     def __init__(self, dispatch: bool = True):
         """dispatch=False records Python-level calls only: no ATen operator is seen (and
         `operators` stays 0), but nothing is imported (the dispatch mode imports torch._dynamo,
-        ~3 s, at its first operator): what the public tests use."""
+        ~3 s, at its first operator): what the public tests use. dispatch=True adds the
+        dispatch mode and the dispatcher observer."""
         self.calls: set[str] = set()
         self._counter = [0]
+        self._dispatch = dispatch
         self._modes = (_FunctionRecorder(self.calls),
-                       _DispatchRecorder(self.calls, self._counter) if dispatch else contextlib.nullcontext())
+                       _DispatchRecorder(self.calls, self._counter) if dispatch else contextlib.nullcontext(),
+                       _DispatcherObserver(self.calls) if dispatch else contextlib.nullcontext())
+        self._depths = (0, 0)
 
     @property
     def operators(self) -> int:
         return self._counter[0]
 
     def __enter__(self) -> "CallRecorder":
-        # the dispatch mode outermost: pushing and popping it must not pass through the function mode
-        self._modes[1].__enter__()
-        try:
+        # the observer outermost, then the dispatch mode: pushing and popping it must not pass
+        # through the function mode
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self._modes[2])
+            stack.enter_context(self._modes[1])
             self._modes[0].__enter__()
-        except BaseException:
-            self._modes[1].__exit__(None, None, None)
-            raise
+            stack.pop_all()
+        self._depths = (torch._C._len_torch_function_stack(), len(_get_current_dispatch_mode_stack()))
         return self
 
+    def _intact(self) -> bool:
+        """The recorder's modes are still on top of their stacks, at the depths they were pushed to."""
+        functions, dispatches = self._depths
+        if torch._C._len_torch_function_stack() != functions or (
+                torch._C._get_function_stack_at(functions - 1) is not self._modes[0]):
+            return False
+        if not self._dispatch:
+            return True
+        stack = _get_current_dispatch_mode_stack()
+        return len(stack) == dispatches and stack[-1] is self._modes[1]
+
     def __exit__(self, *exc) -> None:
+        intact = self._intact()
         try:
-            self._modes[0].__exit__(*exc)
+            if intact:
+                self._modes[0].__exit__(*exc)
+                self._modes[1].__exit__(*exc)
+            else:  # back to the stacks as they were before __enter__, whatever is on them now
+                from torch.overrides import _pop_mode
+                from torch.utils._python_dispatch import _pop_mode as _pop_dispatch_mode
+
+                while torch._C._len_torch_function_stack() >= self._depths[0] > 0:
+                    _pop_mode()
+                while self._dispatch and len(_get_current_dispatch_mode_stack()) >= self._depths[1] > 0:
+                    _pop_dispatch_mode()
         finally:
-            self._modes[1].__exit__(*exc)
+            self._modes[2].__exit__(*exc)
+        if not intact:
+            raise RecordingTampered("the recorder's torch modes were popped or covered by other modes")
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cs336_basics.staff.grader import cgroup, sandbox
 from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean, decode
-from cs336_basics.staff.grader.worker import WorkerJob, main
+from cs336_basics.staff.grader.worker import WorkerJob, main, worker_batch
 
 POLL_S = 0.02
 _CONTEXT = multiprocessing.get_context("forkserver")
@@ -127,7 +127,7 @@ class Runner:
                 message = (f"not run: the grading time budget of {self.spec.limits.total_s:g} s for the whole "
                            f"submission ran out before this component (earlier ones were slow or hung).")
                 return runs | {c: ComponentRun(False, message) for c, _ in remaining}
-            done = self._one_worker(remaining)
+            done = self._one_worker(worker_batch(remaining))  # the tensor-parallel component alone
             runs.update(done)
             remaining = [p for p in remaining if p[0] not in runs]
         if self.peak_mb:

@@ -64,7 +64,10 @@ class _SockFprog(ctypes.Structure):
 
 def install() -> None:
     """Install the filter on this thread (and the threads and processes it will start); OSError if refused."""
-    filt = program()
+    _install(program())
+
+
+def _install(filt: bytes) -> None:
     buf = ctypes.create_string_buffer(filt, len(filt))
     prog = _SockFprog(len(filt) // 8, ctypes.addressof(buf))
     libc = ctypes.CDLL(None, use_errno=True)
@@ -72,3 +75,43 @@ def install() -> None:
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp filter: {errno.errorcode.get(err, err)}")
+
+
+# ------------------------------------------------------------ no new threads or processes
+# A second filter, stacked on the first by the worker itself (worker.py) before the submission's
+# package is imported, in every worker but the one that runs the tensor-parallel component (whose
+# adapters fork ranks): the built-in recorder sees only the thread that calls the adapter, so
+# graded code must not run anywhere else (a thread joined before the kernel returns, a forked
+# child, a helper that outlives its case). clone(2) is refused with EPERM whatever its flags
+# (threads and processes both come from it), clone3(2) with ENOSYS so that glibc falls back to
+# clone (whose flags a classic BPF filter can read; clone3's are behind a pointer), and the
+# legacy fork(2) and vfork(2) with EPERM.
+# machine -> (clone, clone3, (fork, vfork) or ())
+TASK_CALLS = {"x86_64": (56, 435, (57, 58)), "aarch64": (220, 435, ())}
+
+
+def no_new_tasks_program(machine: str | None = None) -> bytes:
+    """The filter refusing thread and process creation, as struct sock_filter[] bytes."""
+    machine = machine or platform.machine()
+    arch = ARCHES[machine][0]
+    nr_clone, nr_clone3, legacy = TASK_CALLS[machine]
+    ret = lambda value: _insn(BPF_RET_K, 0, 0, value)  # noqa: E731
+    refused = (nr_clone, *legacy)
+    code = [
+        _insn(BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        _insn(BPF_JEQ_K, 1, 0, arch),
+        ret(SECCOMP_RET_ERRNO | errno.ENOSYS),  # another ABI (the first filter refuses it too)
+        _insn(BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        _insn(BPF_JEQ_K, 0, 1, nr_clone3),
+        ret(SECCOMP_RET_ERRNO | errno.ENOSYS),
+    ]
+    for i, nr in enumerate(refused):  # each: to the EPERM just after the list
+        code.append(_insn(BPF_JEQ_K, len(refused) - i, 0, nr))
+    code += [ret(SECCOMP_RET_ALLOW), ret(SECCOMP_RET_ERRNO | errno.EPERM)]
+    return b"".join(code)
+
+
+def install_no_new_tasks() -> None:
+    """Refuse, from now on, every new thread and process of this process; OSError if refused.
+    Needs PR_SET_NO_NEW_PRIVS (sandbox.enter sets it) or CAP_SYS_ADMIN."""
+    _install(no_new_tasks_program())

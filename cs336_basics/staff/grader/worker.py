@@ -20,12 +20,25 @@ import types
 from dataclasses import dataclass
 
 from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
+from cs336_basics.staff.grader import seccomp
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
 from safetensors.torch import save_file  # bound now: the submission may patch the module
 
 MAX_ERROR_CHARS = 2000
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
 MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
+# The components whose adapters start processes (tensor-parallel ranks): they run in a worker of
+# their own (worker_batch), the only kind that may start threads and processes.
+STARTS_PROCESSES = frozenset({"parallel"})
+
+
+def worker_batch(plan: list) -> list:
+    """The leading components of plan ([(component, cases), ...]) that one worker runs together:
+    those of STARTS_PROCESSES each alone, the others as many as follow each other."""
+    if plan[0][0] in STARTS_PROCESSES:
+        return plan[:1]
+    n = next((i for i, (component, _) in enumerate(plan) if component in STARTS_PROCESSES), len(plan))
+    return plan[:n]
 
 
 class Tampered(Exception):
@@ -146,6 +159,8 @@ def main(job: WorkerJob) -> None:
 
     torch.set_num_threads(1)
     progress = open("progress", "a", buffering=1)
+    if job.spec.isolate and not STARTS_PROCESSES & {component for component, _ in job.cases}:
+        seccomp.install_no_new_tasks()  # an OSError here ends the worker: nothing runs unrecorded
     code, module, expected = _pristine_adapters(job.code_dir)
     _forget_inherited_modules(job.code_dir)
     sys.modules["adapters"] = module
@@ -180,6 +195,10 @@ def main(job: WorkerJob) -> None:
                 originals = _snapshot(kwargs)
                 with recorder:
                     out = functions[adapter](**kwargs)
+                    # a plain tensor's values, computed here, while recording: a subclass could
+                    # compute them when touched later, unseen
+                    if type(out) is torch.Tensor and out.numel() <= MAX_ELEMENTS:
+                        out = out.detach().contiguous().clone()
                 changed = _changed(originals)
                 _check_adapters(module.__dict__, expected, functions)
                 _check_recorder(recorder_methods)
@@ -192,11 +211,11 @@ def main(job: WorkerJob) -> None:
                     meta["error_type"] = "ValueError"
                 elif isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
                     meta["error"] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
-                elif isinstance(out, torch.Tensor):
-                    tensors["output"] = out.detach().cpu().as_subclass(torch.Tensor).contiguous().clone()
+                elif type(out) is torch.Tensor:
+                    tensors["output"] = out
                 else:
-                    meta["error"] = f"{adapter} returned a {type(out).__name__}, not a torch.Tensor"
-            except Tampered as e:
+                    meta["error"] = f"{adapter} returned a {type(out).__name__}, not a plain torch.Tensor"
+            except (Tampered, guard.RecordingTampered) as e:
                 meta = {"error": str(e), "tampered": "1"}
             except BaseException as e:  # noqa: BLE001
                 meta = {"error": _error_text(e, job.code_dir), "error_type": type(e).__name__}
