@@ -794,8 +794,8 @@ def test_grader_kills_setsid_double_forks_and_zombie_leaders_with_live_threads(g
 
 def test_grader_hidden_failures_do_not_show_expected_values(graded):
     report = graded["patches_comparison"]
-    assert all(o.endswith(f"off by more than the tolerance {c.tol:.1e}")
-               for c, o in ((r.case, r.output) for r in report.results if r.case.component == CHEATED and r.case.hidden))
+    assert all(o.endswith("wrong output (its shape, dtype or values; the public tests of this component say which)")
+               for o in outputs(report, CHEATED, hidden=True))
     assert all("worst at index" in o for o in outputs(report, CHEATED, hidden=False))
 
 
@@ -809,7 +809,7 @@ def test_grader_no_hidden_input_reaches_results_json(graded):
     shown = set(re.findall(r"SEEN[0-9a-f]{16}", text))
     assert len(shown) >= sum(not c.hidden for c in cases)  # the control: the leak works for what a worker may show
     assert hidden and not any(d in text for d in hidden)
-    assert all(o == "run_silu raised RuntimeError" for o in outputs(report, "silu", hidden=True))
+    assert all(o == "run_silu raised an exception" for o in outputs(report, "silu", hidden=True))
 
 
 def test_grader_worker_text_is_plain_bounded_and_never_a_staff_note(graded, tmp_path):
@@ -888,9 +888,9 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
                         echo=lambda line: None)
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
     partial = sum(POINTS[c] for c in ("linear", "silu", "rmsnorm", "rope"))
-    assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score"])
-    assert rows[1].startswith("alice,") and rows[1].endswith(f",{partial:g},{CONFIG.max_score:g}")
-    assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g}")
+    assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score", "review"])
+    assert rows[1].startswith("alice,") and rows[1].endswith(f",{partial:g},{CONFIG.max_score:g},0")
+    assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g},0")
     assert [r.score for r in reports[:2]] == [partial, CONFIG.max_score]
     if os.geteuid() == 0:  # the cgroup kills carol's worker; without root its memfd fits
         assert reports[2].component_scores() == scores_if_only(*ALL_BUT_CHEATED)

@@ -103,17 +103,15 @@ def test_hostile_sample_is_contained(graded, name):
     assert report.max_score == CONFIG.points[component]
     if "score 0" in expected:
         assert report.score == 0, f"{name}: {describe(report)}\n" + "\n".join(r.output for r in report.results)
-    if "flagged" in expected:
-        files = {str(p) for p in overlays(name)}
-        lines = {rel: len((SAMPLES_DIR / name / rel).read_text().splitlines()) for rel in files}
+    overlay_lines = {(str(rel), line.strip()) for rel in overlays(name)
+                     for line in (SAMPLES_DIR / name / rel).read_text().splitlines()}
+    if "flagged" in expected:  # with the line: one of the overlay's own lines
         assert report.review, f"{name}: nothing flagged for review ({describe(report)})"
-        # the line is the flagged line of the overlay (appended at the end of its file)
-        assert any(f.path in files and f.line > 0 for f in report.review), describe(report)
-        assert lines
+        assert all((f.path, f.code) in overlay_lines for f in report.review), describe(report)
     data = to_gradescope(report)
-    staff_text = str(data.get("extra_data", ""))
-    assert all(f"{f.path}:{f.line}" not in t["output"] for f in report.review for t in data["tests"])
-    assert ("flagged" in expected) == ("review" in staff_text)
+    assert bool(report.review) == ("review" in data.get("extra_data", {}))
+    shown = [t["output"] for t in data["tests"] if t["visibility"] != "hidden"]
+    assert not any(f"{f.path}:{f.line}" in text for f in report.review for text in shown)
 
 
 @pytest.mark.parametrize("component", ["silu", "rmsnorm"])

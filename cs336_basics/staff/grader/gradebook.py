@@ -1,11 +1,17 @@
 """Grade every submission in a directory (its subdirectories and .zip files), N at a time, into
-one results.json per submission and a CSV gradebook: submission, points per component, total.
+one results.json per submission and a CSV gradebook: submission, points per component, total,
+maximum, and how many lines the static check flagged for staff review (static_check.py).
+
+A cell a spreadsheet would read as a formula (text starting with =, +, -, @, a tab or a carriage
+return, e.g. a submission named `=HYPERLINK(...).zip`) is written with a leading apostrophe, as
+OWASP's "CSV Injection" advises; numbers are written as they are.
 
 Submissions are graded in threads of this process: the workers that run student code are
 separate processes (forked from one shared forkserver), so N threads keep N workers busy.
 """
 
 import csv
+import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -20,16 +26,27 @@ def submissions_in(directory: Path) -> list[Path]:
     return [p for p in found if p.is_dir() or p.suffix.lower() == ".zip"]
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(text: str) -> str:
+    """text as a spreadsheet shows it, never runs it: a leading apostrophe before a formula's first character."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def write_gradebook(reports: list[GradeReport], path: Path, components: list[str]) -> Path:
+    """The CSV gradebook, written to a temporary name and renamed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["submission", *components, "total", "max_score"])
+        out.writerow(["submission", *components, "total", "max_score", "review"])
         for r in reports:
             scores = r.component_scores()
-            out.writerow([Path(r.submission).name, *(f"{scores[c]:g}" for c in components),
-                          f"{r.score:g}", f"{r.max_score:g}"])
+            out.writerow([cell(Path(r.submission).name), *(f"{scores[c]:g}" for c in components),
+                          f"{r.score:g}", f"{r.max_score:g}", str(len(r.review))])
+    os.replace(tmp, path)
     return path
 
 

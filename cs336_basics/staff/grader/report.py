@@ -2,7 +2,12 @@
 
 results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/): top-level
 `score`, `output`, `tests`; each test has name, score, max_score, status, output and
-visibility: public cases `visible`, hidden ones `after_published`.
+visibility: public cases `visible`, hidden ones `after_published`. No `execution_time`: a
+duration the submission's code controls could encode what it saw of the hidden inputs (the staff
+console prints the grader's own timings). The static check's findings (static_check.py), for
+staff review, go in `extra_data` (stored by Gradescope, never shown to students) and in one
+test of 0 points with visibility `hidden` (shown to instructors only), never in another test's
+output.
 
 Bounded and plain: every test's output is cleaned (sanitize.py) and capped at MAX_OUTPUT_CHARS,
 all of them together at MAX_TOTAL_CHARS (later outputs are then cut to a fixed sentence), so
@@ -17,8 +22,11 @@ from pathlib import Path
 
 from cs336_basics.staff.grader.grade import GradeReport
 from cs336_basics.staff.grader.sanitize import MAX_OUTPUT_CHARS, MAX_TOTAL_CHARS, clean
+from cs336_basics.staff.grader.static_check import MAX_FINDINGS
 
-MAX_RESULTS_BYTES = 4 * MAX_TOTAL_CHARS + 2**16  # 464 kB: outputs, plus names and numbers of < 1000 tests
+MAX_REVIEW_CHARS = 300  # one static-check finding: path, line, what, the line's code
+# 464 kB: outputs, plus names and numbers of < 1000 tests; then the findings, twice (extra_data and their test)
+MAX_RESULTS_BYTES = 4 * MAX_TOTAL_CHARS + 2**16 + 2 * 4 * (MAX_FINDINGS * MAX_REVIEW_CHARS + MAX_OUTPUT_CHARS)
 
 
 def _outputs(report: GradeReport) -> list[str]:
@@ -75,13 +83,19 @@ def to_gradescope(report: GradeReport) -> dict:
     )
     if (why := cannot_grade(report)) is not None:
         output = f"{why}\n{output}"
-    return {
+    data = {
         "score": round(sum(t["score"] for t in tests), 4),
         "output": output,
-        "execution_time": round(report.seconds, 1),
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+    if report.review:
+        lines = [clean(str(f), MAX_REVIEW_CHARS) for f in report.review]
+        data["extra_data"] = {"review": lines}
+        tests.append({"name": "Staff review: lines flagged by the static check (no points)", "score": 0.0,
+                      "max_score": 0.0, "status": "failed", "output": clean("\n".join(lines), MAX_OUTPUT_CHARS),
+                      "visibility": "hidden"})
+    return data
 
 
 def write_results(report: GradeReport, path: Path) -> Path:
@@ -121,4 +135,7 @@ def summary_table(report: GradeReport) -> str:
     lines.append(f"{'total':<32} {report.score:>6.2f}/{report.max_score:<6g}  ({report.seconds:.1f} s)")
     if (why := cannot_grade(report)) is not None:
         lines.append(f"not graded: {why}")
+    if report.review:
+        lines.append(f"staff review: {len(report.review)} line(s) flagged by the static check (no points taken):")
+        lines += [f"  {clean(str(f), MAX_REVIEW_CHARS)}" for f in report.review]
     return "\n".join(lines)
