@@ -4,6 +4,7 @@ One folder per sample (as otter-grader keeps its example submissions): README.md
 attack, the component it targets and the expected outcome in lines of the form
 
     component: silu
+    runs: silu gelu        (optional: the components graded, in order; default: the component)
     expected: score 0, flagged
 
 and every other file is an overlay onto the handout with the reference restored: appended to
@@ -47,6 +48,12 @@ def declared(name: str) -> tuple[str, set[str]]:
     return component, expected
 
 
+def runs(name: str) -> list[str]:
+    """The components the sample is graded on, in order: its README's `runs:`, else its component."""
+    found = re.search(r"^runs: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M)
+    return found.group(1).split() if found else [declared(name)[0]]
+
+
 def overlays(name: str) -> list[Path]:
     root = SAMPLES_DIR / name
     return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file() and p.name != "README.md"
@@ -71,8 +78,8 @@ def build_reference(tmp: Path) -> Path:
     return reference
 
 
-def grade_one(path: Path, component: str) -> GradeReport:
-    config = replace(CONFIG, points={component: CONFIG.points[component]}, limits=LIMITS)
+def grade_one(path: Path, *components: str) -> GradeReport:
+    config = replace(CONFIG, points={c: CONFIG.points[c] for c in components}, limits=LIMITS)
     return grade(path, config)
 
 
@@ -90,7 +97,7 @@ def graded(tmp_path_factory) -> dict[str, GradeReport]:
     reference = build_reference(tmp)
     paths = {name: build(name, reference, tmp) for name in SAMPLES}
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {name: pool.submit(grade_one, path, declared(name)[0]) for name, path in paths.items()}
+        futures = {name: pool.submit(grade_one, path, *runs(name)) for name, path in paths.items()}
         futures["reference silu"] = pool.submit(grade_one, reference, "silu")
         futures["reference rmsnorm"] = pool.submit(grade_one, reference, "rmsnorm")
         return {name: f.result() for name, f in futures.items()}
@@ -100,9 +107,10 @@ def graded(tmp_path_factory) -> dict[str, GradeReport]:
 def test_hostile_sample_is_contained(graded, name):
     component, expected = declared(name)
     report = graded[name]
-    assert report.max_score == CONFIG.points[component]
+    assert report.points == {c: CONFIG.points[c] for c in runs(name)}
     if "score 0" in expected:
-        assert report.score == 0, f"{name}: {describe(report)}\n" + "\n".join(r.output for r in report.results)
+        assert report.component_scores()[component] == 0, (
+            f"{name}: {describe(report)}\n" + "\n".join(r.output for r in report.results))
     overlay_lines = {(str(rel), line.strip()) for rel in overlays(name)
                      for line in (SAMPLES_DIR / name / rel).read_text().splitlines()}
     if "flagged" in expected:  # with the line: one of the overlay's own lines
@@ -129,7 +137,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         reference = build_reference(Path(tmp))
         for name in names:
-            report = grade_one(build(name, reference, Path(tmp)), declared(name)[0])
+            report = grade_one(build(name, reference, Path(tmp)), *runs(name))
             print(f"{name:<22} {describe(report)}", flush=True)
             for r in report.results:
                 if not r.passed:

@@ -84,6 +84,15 @@ MACHINERY = {
     "marshal": "code objects (marshal)",
     "mmap": "shared memory (mmap)",
 }
+for _name in ("replace", "rename", "renames", "remove", "unlink", "chmod", "chown", "truncate", "link", "symlink",
+              "ftruncate", "utime"):
+    MACHINERY[f"os.{_name}"] = f"a file changed in place (os.{_name}): the grader's records are files"
+MACHINERY["shutil"] = "files copied or moved (shutil)"
+MACHINERY["safetensors.torch.save_file"] = "a safetensors file written: the grader's records are such files"
+MACHINERY["safetensors.torch.save"] = "a safetensors file written: the grader's records are such files"
+# method calls that write files whatever the receiver (pathlib.Path and friends)
+WRITING_METHODS = {"write_bytes", "write_text", "unlink", "rename", "replace", "chmod", "touch", "symlink_to",
+                   "hardlink_to"}
 for _name in ("execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe", "spawnv", "spawnve",
               "spawnvp", "spawnvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "write", "open", "fdopen", "dup2"):
     MACHINERY[f"os.{_name}"] = f"a process or file descriptor call (os.{_name})"
@@ -186,6 +195,11 @@ class _Visitor(ast.NodeVisitor):
             self.found.append((node.lineno, f"Tensor.{func.attr}: a built-in {_banned_for('Tensor.' + func.attr)} may not call"))
         if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
             self.found.append((node.lineno, "getattr with a name computed at run time"))
+        if isinstance(func, ast.Name) and func.id == "open" and "open" not in self.aliases and _writes(node):
+            self.found.append((node.lineno, "a file opened for writing: the grader's records are files"))
+        if (isinstance(func, ast.Attribute) and func.attr in WRITING_METHODS and self._dotted(func) is None
+                and not (func.attr == "replace" and _str_replace(node))):
+            self.found.append((node.lineno, f".{func.attr}(): a file written or moved: the grader's records are files"))
         self.generic_visit(node)
 
     def _define(self, node) -> None:
@@ -194,6 +208,19 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     visit_FunctionDef = visit_AsyncFunctionDef = _define
+
+
+def _writes(call: ast.Call) -> bool:
+    """open(...) with a mode that may write (w, a, x, +) or one computed at run time."""
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if mode is None:
+        return False
+    return not (isinstance(mode, ast.Constant) and isinstance(mode.value, str) and not set(mode.value) & set("wax+"))
+
+
+def _str_replace(call: ast.Call) -> bool:
+    """x.replace(a, b): str.replace (two arguments), not Path.replace (one)."""
+    return len(call.args) >= 2
 
 
 def findings_of(source: str, rel: str, package: str = "cs336_basics") -> list[Finding]:
