@@ -42,6 +42,10 @@ POINTS = CONFIG.points
 # which starts process groups, is the slowest, 1.2 s for its hidden cases on a loaded machine):
 # 8 s leaves room on a busy CI machine and keeps the infinite loop's cost down.
 TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=8, startup_s=30))
+# For the samples that test the sandbox's limits on processes (fork bombs, spinners, lingering and
+# double-forked processes, a gloo group): their components run as the tensor-parallel one does, in
+# a worker of their own that may start processes; every other worker refuses to (seccomp).
+PROCESSES_CONFIG = replace(TEST_CONFIG, starts_processes=TEST_CONFIG.starts_processes | {"embedding", "silu"})
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
 LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
@@ -524,11 +528,16 @@ def graded(samples) -> dict:
     """{sample: GradeReport}, all graded in parallel (threads; the workers are processes)."""
     configs = {name: TEST_CONFIG for name in samples}
     configs["reads_fixtures_unsandboxed"] = replace(TEST_CONFIG, isolate=False)
+    configs |= {name: PROCESSES_CONFIG for name in ("escapes", "exhausts", "uses_loopback", "writes_results")}
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(grade, path, configs[name]) for name, path in samples.items()}
         reports = {name: f.result() for name, f in futures.items()}
     write_results(reports["writes_results"], samples["handout"].parent / "writes_results.json")
     return reports
+
+
+def outputs_of(report, hidden: bool) -> list[str]:
+    return [r.output for r in report.results if r.case.hidden == hidden]
 
 
 def outputs(report, component: str, hidden: bool | None = None) -> list[str]:
@@ -548,7 +557,8 @@ def test_grader_reference_scores_full_marks(graded):
 def test_grader_untouched_handout_scores_zero(graded):
     report = graded["handout"]
     assert report.score == 0
-    assert all("NotImplementedError" in r.output for r in report.results)
+    assert all("NotImplementedError" in o for o in outputs_of(report, hidden=False))
+    assert all(o.endswith("raised an exception") for o in outputs_of(report, hidden=True))  # no type: fewer bits
 
 
 def test_grader_partial_submission_scores_exactly_its_finished_components(graded):
@@ -884,7 +894,7 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     # memory (memfd past the limit), disk (fills its home and /tmp), processes (fork bomb, CPU
     # spinners), all while the others are graded
     shutil.copytree(samples["exhausts"], inbox / "carol")
-    reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=TEST_CONFIG,
+    reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=PROCESSES_CONFIG,
                         echo=lambda line: None)
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
     partial = sum(POINTS[c] for c in ("linear", "silu", "rmsnorm", "rope"))

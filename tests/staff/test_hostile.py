@@ -10,15 +10,20 @@ attack, the component it targets and the expected outcome in lines of the form
 and every other file is an overlay onto the handout with the reference restored: appended to
 the file of the same path (so a later `def silu` replaces the reference's), or created if the
 handout has no such file. Each sample is graded by `grade()`, what `cs336 grade` runs, with only
-its component configured, as root in the full sandbox. `score 0`: the component scores 0;
-`flagged`: the static check (grader/static_check.py) reports a line of the overlay for staff
-review, in the report and in results.json's staff-only `extra_data`, never in a test's output.
+its components configured, as root in the full sandbox. Expectations: `score 0`, the component
+scores 0; `flagged`, the static check (grader/static_check.py) reports lines of the overlay for
+staff review, in the report and results.json's staff-only `extra_data` and hidden test, never
+in a student-visible output; `no execution_time`, results.json holds no duration; `formula
+escaped`, graded by `grade_all` under the README's `submitted as:` name, gradebook.csv shows
+that name as text.
 
     uv run python -m tests.staff.test_hostile [SAMPLE ...]   # grade and print each outcome
 """
 
+import csv
 import re
 import shutil
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -29,7 +34,9 @@ import pytest
 from cs336_basics.staff.grader import preflight, runner
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import GradeReport, grade
+from cs336_basics.staff.grader.gradebook import grade_all
 from cs336_basics.staff.grader.report import to_gradescope
+from cs336_basics.staff.grader.static_check import check_package, findings_of
 from cs336_basics.staff.handout import build_handout, restore_solutions
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "hostile"
@@ -44,7 +51,8 @@ def declared(name: str) -> tuple[str, set[str]]:
     text = (SAMPLES_DIR / name / "README.md").read_text()
     component = re.search(r"^component: *(\w+)", text, re.M).group(1)
     expected = {e.strip() for e in re.search(r"^expected: *(.+)$", text, re.M).group(1).split(",")}
-    assert expected <= {"score 0", "flagged"} and expected, f"{name}: unknown expectation {expected}"
+    assert expected and expected <= {"score 0", "flagged", "no execution_time", "formula escaped"}, (
+        f"{name}: unknown expectation {expected}")
     return component, expected
 
 
@@ -95,17 +103,36 @@ def graded(tmp_path_factory) -> dict[str, GradeReport]:
     runner.start_forkserver()
     tmp = tmp_path_factory.mktemp("hostile")
     reference = build_reference(tmp)
-    paths = {name: build(name, reference, tmp) for name in SAMPLES}
+    paths = {name: build(name, reference, tmp) for name in SAMPLES if "formula escaped" not in declared(name)[1]}
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {name: pool.submit(grade_one, path, *runs(name)) for name, path in paths.items()}
-        futures["reference silu"] = pool.submit(grade_one, reference, "silu")
-        futures["reference rmsnorm"] = pool.submit(grade_one, reference, "rmsnorm")
+        futures["reference"] = pool.submit(grade_one, reference, "silu", "rmsnorm")
+        futures |= {name: pool.submit(grade_all_as, name, reference, tmp) for name in SAMPLES
+                    if "formula escaped" in declared(name)[1]}
         return {name: f.result() for name, f in futures.items()}
+
+
+def grade_all_as(name: str, reference: Path, tmp: Path) -> Path:
+    """grade_all on a directory holding only the sample, under its README's `submitted as:` name;
+    returns the gradebook."""
+    submitted = re.search(r"^submitted as: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M).group(1)
+    inbox = tmp / f"inbox-{name}"
+    inbox.mkdir()
+    build(name, reference, tmp).rename(inbox / submitted)
+    config = replace(CONFIG, points={c: CONFIG.points[c] for c in runs(name)}, limits=LIMITS)
+    grade_all(inbox, tmp / f"results-{name}", tmp / f"gradebook-{name}.csv", jobs=1, config=config, echo=lambda _: None)
+    return tmp / f"gradebook-{name}.csv"
 
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_hostile_sample_is_contained(graded, name):
     component, expected = declared(name)
+    if "formula escaped" in expected:
+        submitted = re.search(r"^submitted as: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M).group(1)
+        with open(graded[name], newline="") as f:
+            rows = list(csv.reader(f))
+        assert rows[1][0] == "'" + submitted  # a spreadsheet shows it as text, never evaluates it
+        return
     report = graded[name]
     assert report.points == {c: CONFIG.points[c] for c in runs(name)}
     if "score 0" in expected:
@@ -117,16 +144,24 @@ def test_hostile_sample_is_contained(graded, name):
         assert report.review, f"{name}: nothing flagged for review ({describe(report)})"
         assert all((f.path, f.code) in overlay_lines for f in report.review), describe(report)
     data = to_gradescope(report)
+    if "no execution_time" in expected:
+        assert report.seconds > 0 and not {"execution_time"} & set(data), data.keys()
     assert bool(report.review) == ("review" in data.get("extra_data", {}))
     shown = [t["output"] for t in data["tests"] if t["visibility"] != "hidden"]
     assert not any(f"{f.path}:{f.line}" in text for f in report.review for text in shown)
 
 
-@pytest.mark.parametrize("component", ["silu", "rmsnorm"])
-def test_hostile_reference_scores_full_and_is_not_flagged(graded, component):
-    report = graded[f"reference {component}"]
+def test_hostile_reference_scores_full_marks_and_is_not_flagged(graded):
+    report = graded["reference"]
     assert report.score == report.max_score, describe(report)
     assert not report.review, describe(report)
+
+
+def test_hostile_static_check_flags_nothing_in_the_reference_or_the_handout(tmp_path):
+    """The whole package, every component: a correct from-scratch solution is never flagged."""
+    reference = build_reference(tmp_path)
+    assert check_package(reference / "cs336_basics") == []
+    assert check_package(tmp_path / "handout" / "cs336_basics") == []
 
 
 if __name__ == "__main__":
@@ -137,8 +172,79 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         reference = build_reference(Path(tmp))
         for name in names:
+            if "formula escaped" in declared(name)[1]:
+                print(f"{name:<22} gradebook row: {open(grade_all_as(name, reference, Path(tmp))).read().splitlines()[1]}")
+                continue
             report = grade_one(build(name, reference, Path(tmp)), *runs(name))
-            print(f"{name:<22} {describe(report)}", flush=True)
+            print(f"{name:<22} {describe(report)}; execution_time {to_gradescope(report).get('execution_time')}", flush=True)
             for r in report.results:
                 if not r.passed:
                     print(f"    {r.case.name}: {r.output.splitlines()[0][:150]}")
+
+
+FLAGGED_SOURCES = [  # each names a banned built-in or bypass machinery on its last line
+    "import torch.nn.functional as TF\ny = TF.silu(x)",
+    "from torch.nn.functional import silu as s\ny = s(x)",
+    "from torch.nn import functional\ny = functional.gelu(x)",
+    "import torch\ny = torch.special.softmax(x, 0)",
+    "import torch\ny = torch.ops.aten._softmax.default(x, -1, False)",
+    "import torch\ny = torch.layer_norm(x, (4,))",
+    "y = x.log_softmax(-1)",
+    "import torch\nwith torch._C.DisableTorchFunction(): pass",
+    "import torch\nlib = torch.library.Library('x', 'DEF')",
+    "class T:\n    def __torch_function__(cls, *a): pass",
+    "import os\npid = os.fork()",
+    "from multiprocessing import Process",
+    "import ctypes",
+    "code = exec(text)",
+    "with open(path, 'wb') as f: pass",
+]
+NOT_FLAGGED_SOURCES = [
+    "from . import functional as F\ny = F.softmax(x, dim=-1)",  # the package's own kernels
+    "from cs336_basics.nn import functional as F\ny = F.silu(x)",
+    "import torch\ny = torch.sigmoid(x) * x + torch.rsqrt(x.pow(2).mean(-1, keepdim=True))",
+    "text = name.replace('a', 'b')",
+    "with open(path) as f: pass",
+]
+
+
+@pytest.mark.parametrize("index", range(len(FLAGGED_SOURCES)))
+def test_hostile_static_check_flags_each_alias_and_bypass(index):
+    source = FLAGGED_SOURCES[index]
+    found = findings_of(source, "cs336_basics/nn/x.py")
+    assert found and found[-1].line == source.count("\n") + 1, (source, found)
+
+
+@pytest.mark.parametrize("index", range(len(NOT_FLAGGED_SOURCES)))
+def test_hostile_static_check_leaves_elementary_code_alone(index):
+    assert findings_of(NOT_FLAGGED_SOURCES[index], "cs336_basics/nn/x.py") == []
+
+
+NO_NEW_TASKS = """
+import ctypes, os, threading, torch
+torch.set_num_threads(1)
+from cs336_basics.builtin_guard import CallRecorder
+from cs336_basics.staff.grader import seccomp
+assert ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+seccomp.install_no_new_tasks()
+with CallRecorder() as recorder:  # torch, its dispatch mode and the profiler observer need no new thread
+    torch.nn.functional.silu(torch.randn(64, 64) @ torch.randn(64, 64))
+assert "aten.silu" in recorder.calls and "aten.mm" in recorder.calls
+try:
+    threading.Thread(target=print).start()
+    raise SystemExit("a thread started")
+except RuntimeError:
+    pass
+try:
+    os.fork()
+    raise SystemExit("a process started")
+except PermissionError:
+    pass
+print("refused")
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux's")
+def test_hostile_no_new_tasks_filter_refuses_threads_and_forks_but_not_torch():
+    done = subprocess.run([sys.executable, "-c", NO_NEW_TASKS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "refused", done.stderr[-2000:]

@@ -30,6 +30,10 @@ class GradingConfig:
     # False runs workers without the sandbox (no user switch, no namespaces, no hidden paths).
     # Only for tests that show a cheat would work without it; the command line never sets it.
     isolate: bool = True
+    # The components whose workers may start threads and processes (the tensor-parallel ranks),
+    # each in a worker of its own; every other worker refuses both (seccomp.install_no_new_tasks).
+    # Tests of the sandbox's process limits widen it for their samples; grading.toml cannot.
+    starts_processes: frozenset[str] = frozenset({"parallel"})
 
     @property
     def components(self) -> list[str]:

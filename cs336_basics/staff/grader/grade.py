@@ -285,7 +285,8 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
         new_root = root.parent / f"new-root-{name}"  # where the worker's private root is mounted (in its namespace only)
         new_root.mkdir(mode=0o755)
         spec = sandbox.plan(root, root, new_root, config.limits, config.isolate)
-        runner = Runner(root / name, private, root / "code", root / "inputs", spec, reveal=not hidden)
+        runner = Runner(root / name, private, root / "code", root / "inputs", spec, reveal=not hidden,
+                        starts_processes=config.starts_processes)
         plan = [(comp, [(c.name, fixtures[c.name].adapter) for c in part if c.component == comp])
                 for comp in config.components]
         plan = [p for p in plan if p[1]]

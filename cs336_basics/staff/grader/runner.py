@@ -101,7 +101,8 @@ class Runner:
     """Runs components in order in as few workers as possible; see run()."""
 
     def __init__(self, sandbox_root: Path, log_dir: Path, code_dir: Path, inputs_dir: Path, spec: sandbox.SandboxSpec,
-                 reveal: bool = True):
+                 reveal: bool = True, starts_processes: frozenset[str] = frozenset({"parallel"})):
+        self.starts_processes = starts_processes  # components run alone, in workers that may start processes
         self.root, self.log_dir, self.code_dir, self.inputs_dir = sandbox_root, log_dir, code_dir, inputs_dir
         self.spec = spec
         # False for workers that saw hidden inputs: their messages hold no text the student's code
@@ -127,7 +128,7 @@ class Runner:
                 message = (f"not run: the grading time budget of {self.spec.limits.total_s:g} s for the whole "
                            f"submission ran out before this component (earlier ones were slow or hung).")
                 return runs | {c: ComponentRun(False, message) for c, _ in remaining}
-            done = self._one_worker(worker_batch(remaining))  # the tensor-parallel component alone
+            done = self._one_worker(worker_batch(remaining, self.starts_processes))
             runs.update(done)
             remaining = [p for p in remaining if p[0] not in runs]
         if self.peak_mb:
@@ -152,7 +153,8 @@ class Runner:
         cpu = int(limits.startup_s + limits.time_per_component_s * len(plan)) + 5
         spec = dataclasses.replace(self.spec, home=str(home), cgroup=self.cgroup)
         job = WorkerJob(spec, str(log), str(self.code_dir), str(self.inputs_dir),
-                        tuple((c, tuple(cases)) for c, cases in plan), cpu)
+                        tuple((c, tuple(cases)) for c, cases in plan), cpu,
+                        may_start_processes=any(c in self.starts_processes for c, _ in plan))
         # not a daemon: a daemonic process may not start children, and the parallel component's
         # adapters start process groups; the runner kills and joins every worker itself
         process = _CONTEXT.Process(target=main, args=(job,), daemon=False)

@@ -27,17 +27,15 @@ from safetensors.torch import save_file  # bound now: the submission may patch t
 MAX_ERROR_CHARS = 2000
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
 MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
-# The components whose adapters start processes (tensor-parallel ranks): they run in a worker of
-# their own (worker_batch), the only kind that may start threads and processes.
-STARTS_PROCESSES = frozenset({"parallel"})
 
 
-def worker_batch(plan: list) -> list:
+def worker_batch(plan: list, starts_processes: frozenset[str]) -> list:
     """The leading components of plan ([(component, cases), ...]) that one worker runs together:
-    those of STARTS_PROCESSES each alone, the others as many as follow each other."""
-    if plan[0][0] in STARTS_PROCESSES:
+    those that start processes (GradingConfig.starts_processes, e.g. tensor-parallel ranks) each
+    alone, in the only kind of worker that may, the others as many as follow each other."""
+    if plan[0][0] in starts_processes:
         return plan[:1]
-    n = next((i for i, (component, _) in enumerate(plan) if component in STARTS_PROCESSES), len(plan))
+    n = next((i for i, (component, _) in enumerate(plan) if component in starts_processes), len(plan))
     return plan[:n]
 
 
@@ -53,6 +51,7 @@ class WorkerJob:
     inputs_dir: str  # <case>.pt: the adapter's keyword arguments
     cases: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # ((component, ((case, adapter), ...)), ...)
     cpu_seconds: int
+    may_start_processes: bool = False  # False: a seccomp filter refuses new threads and processes
 
 
 def _host_paths(code_dir: str) -> list[tuple[str, str]]:
@@ -159,7 +158,7 @@ def main(job: WorkerJob) -> None:
 
     torch.set_num_threads(1)
     progress = open("progress", "a", buffering=1)
-    if job.spec.isolate and not STARTS_PROCESSES & {component for component, _ in job.cases}:
+    if job.spec.isolate and not job.may_start_processes:
         seccomp.install_no_new_tasks()  # an OSError here ends the worker: nothing runs unrecorded
     code, module, expected = _pristine_adapters(job.code_dir)
     _forget_inherited_modules(job.code_dir)
