@@ -45,7 +45,7 @@ TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s
 # For the samples that test the sandbox's limits on processes (fork bombs, spinners, lingering and
 # double-forked processes, a gloo group): their components run as the tensor-parallel one does, in
 # a worker of their own that may start processes; every other worker refuses to (seccomp).
-PROCESSES_CONFIG = replace(TEST_CONFIG, starts_processes=TEST_CONFIG.starts_processes | {"embedding", "silu"})
+PROCESSES_CONFIG = replace(TEST_CONFIG, starts_processes=TEST_CONFIG.starts_processes | {"embedding", "silu", "lm", "generate"})
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
 LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
