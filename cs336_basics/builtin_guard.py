@@ -20,20 +20,20 @@ The grader records in its worker with CallRecorder and checks with forbidden_cal
 
 from collections.abc import Iterable, Iterator
 import contextlib
+import secrets
 from contextlib import contextmanager
 from types import MappingProxyType
-
-import secrets
 
 import torch
 from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler_legacy, _enable_profiler_legacy
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
+
 def _every_alias(*ops: str) -> frozenset[str]:
     """Every public name of these ops that exists in this torch: torch.X, torch.nn.functional.X
     (F.X), torch.special.X, Tensor.X and torch.ops.aten.X (aten.X), in-place forms X_ included,
-    as call_name() writes them (e.g. "silu" gives F.silu, aten.silu, aten.silu_, torch.silu_ ...)."""
+    as call_name() writes them (e.g. "rms_norm" gives F.rms_norm, torch.rms_norm, aten.rms_norm)."""
     names = set()
     for op in ops:
         for form in (op, op + "_"):
@@ -46,7 +46,7 @@ def _every_alias(*ops: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_LINEAR = _every_alias("linear", "bilinear", "addmm_linear")
+_LINEAR = _every_alias("linear", "bilinear")
 _SILU = _every_alias("silu")
 _GELU = _every_alias("gelu")
 _GLU = _every_alias("glu")

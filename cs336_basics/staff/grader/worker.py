@@ -8,6 +8,11 @@ each case's inputs and saves what came back to <home>/<case>.safetensors: the ou
 (`output`) and, as string metadata, the torch calls recorded (builtin_guard) or an error text. It appends `ready` to <home>/progress after the import and `done
 <component>` after each component; the grader times components by these lines. It never sees
 an expected value: the grader compares, in its own process.
+
+Unless its job runs a component that starts processes (GradingConfig.starts_processes: the
+tensor-parallel ranks), it installs a second seccomp filter before the submission is imported,
+refusing every new thread and process (the recorder sees only the calling thread); each output
+is materialised as a plain contiguous tensor inside the recorded region.
 """
 
 import importlib
@@ -151,8 +156,11 @@ def main(job: WorkerJob) -> None:
     guard = _guard  # held in a local: the module is dropped from sys.modules below
     recorder_methods = [(cls, name, cls.__dict__[name], cls.__dict__[name].__code__)
                         for cls, name in ((guard.CallRecorder, "__enter__"), (guard.CallRecorder, "__exit__"),
+                                          (guard.CallRecorder, "_intact"),
                                           (guard._FunctionRecorder, "__torch_function__"),
-                                          (guard._DispatchRecorder, "__torch_dispatch__"))]
+                                          (guard._DispatchRecorder, "__torch_dispatch__"),
+                                          (guard._DispatcherObserver, "__enter__"),
+                                          (guard._DispatcherObserver, "__exit__"))]
     enter(job.spec, job.log_path, job.cpu_seconds)  # writes its notes for the grader, as root, to sandbox-notes
     import torch
 
@@ -207,7 +215,6 @@ def main(job: WorkerJob) -> None:
                 if changed:
                     meta["error"] = (f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
                                      "modules must leave their inputs unchanged (compute into new tensors)")
-                    meta["error_type"] = "ValueError"
                 elif isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
                     meta["error"] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
                 elif type(out) is torch.Tensor:
@@ -217,7 +224,7 @@ def main(job: WorkerJob) -> None:
             except (Tampered, guard.RecordingTampered) as e:
                 meta = {"error": str(e), "tampered": "1"}
             except BaseException as e:  # noqa: BLE001
-                meta = {"error": _error_text(e, job.code_dir), "error_type": type(e).__name__}
+                meta = {"error": _error_text(e, job.code_dir)}
             try:
                 save_file(tensors, f"{case}.safetensors", metadata=meta)
             except Exception as e:  # noqa: BLE001 - e.g. a dtype safetensors cannot store
