@@ -211,7 +211,10 @@ def main(job: WorkerJob) -> None:
                 _check_recorder(recorder_methods)
                 if threading.active_count() > threads:
                     raise Tampered("your code started a thread; graded code must run in the thread that calls it")
-                meta = {"calls": json.dumps(sorted(recorder.calls)[:MAX_CALLS]), "operators": str(recorder.operators)}
+                # the banned ones first: a flood of other names must not push them past the cap
+                banned = guard.forbidden_calls(component, recorder.calls)
+                calls = banned + sorted(recorder.calls - set(banned))[:MAX_CALLS]
+                meta = {"calls": json.dumps(calls), "operators": str(recorder.operators)}
                 if changed:
                     meta["error"] = (f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
                                      "modules must leave their inputs unchanged (compute into new tensors)")
