@@ -46,11 +46,16 @@ CONFIG = load_config()
 LIMITS = replace(CONFIG.limits, time_per_component_s=8, startup_s=30)
 
 
+def readme_field(name: str, key: str) -> str | None:
+    """The value of the sample README's line `key: value`, or None."""
+    found = re.search(rf"^{key}: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M)
+    return found.group(1).strip() if found else None
+
+
 def declared(name: str) -> tuple[str, set[str]]:
     """(component, expected outcomes) from the sample's README."""
-    text = (SAMPLES_DIR / name / "README.md").read_text()
-    component = re.search(r"^component: *(\w+)", text, re.M).group(1)
-    expected = {e.strip() for e in re.search(r"^expected: *(.+)$", text, re.M).group(1).split(",")}
+    component = readme_field(name, "component")
+    expected = {e.strip() for e in readme_field(name, "expected").split(",")}
     assert expected and expected <= {"score 0", "flagged", "no execution_time", "formula escaped"}, (
         f"{name}: unknown expectation {expected}")
     return component, expected
@@ -58,8 +63,7 @@ def declared(name: str) -> tuple[str, set[str]]:
 
 def runs(name: str) -> list[str]:
     """The components the sample is graded on, in order: its README's `runs:`, else its component."""
-    found = re.search(r"^runs: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M)
-    return found.group(1).split() if found else [declared(name)[0]]
+    return (readme_field(name, "runs") or declared(name)[0]).split()
 
 
 def overlays(name: str) -> list[Path]:
@@ -92,7 +96,7 @@ def grade_one(path: Path, *components: str) -> GradeReport:
 
 
 def describe(report: GradeReport) -> str:
-    findings = [f"{f.path}:{f.line} {f.what}" for f in getattr(report, "review", [])]
+    findings = [f"{f.path}:{f.line} {f.what}" for f in getattr(report, "review", [])]  # main had no review
     return f"score {report.score:g}/{report.max_score:g}; flagged: {findings or 'nothing'}"
 
 
@@ -115,7 +119,7 @@ def graded(tmp_path_factory) -> dict[str, GradeReport]:
 def grade_all_as(name: str, reference: Path, tmp: Path) -> Path:
     """grade_all on a directory holding only the sample, under its README's `submitted as:` name;
     returns the gradebook."""
-    submitted = re.search(r"^submitted as: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M).group(1)
+    submitted = readme_field(name, "submitted as")
     inbox = tmp / f"inbox-{name}"
     inbox.mkdir()
     build(name, reference, tmp).rename(inbox / submitted)
@@ -128,7 +132,7 @@ def grade_all_as(name: str, reference: Path, tmp: Path) -> Path:
 def test_hostile_sample_is_contained(graded, name):
     component, expected = declared(name)
     if "formula escaped" in expected:
-        submitted = re.search(r"^submitted as: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M).group(1)
+        submitted = readme_field(name, "submitted as")
         with open(graded[name], newline="") as f:
             rows = list(csv.reader(f))
         assert rows[1][0] == "'" + submitted  # a spreadsheet shows it as text, never evaluates it
