@@ -151,28 +151,33 @@ class RecordingTampered(Exception):
 class _DispatcherObserver:
     """The operators the dispatcher calls in this thread, seen by the legacy profiler's
     RecordFunction callbacks (torch/autograd/profiler_legacy.py): below the Python dispatch key
-    and the mode stacks, and cheap (no kineto, no thread). A fresh random marker opens the
-    recording: the records returned at the end must hold it, or they are not this session's."""
+    and the mode stacks, and cheap (no kineto, no thread). Fresh random markers open and close the
+    recording: the records returned at the end must hold both, or they are not this session's
+    (restarted) or RecordFunction was left switched off."""
 
     _CONFIG = ProfilerConfig(ProfilerState.CPU, False, False, False, False, False, torch._C._profiler._ExperimentalConfig())
 
     def __init__(self, calls: set[str]):
         self.calls = calls
-        self.marker = "cs336-recorder-" + secrets.token_hex(16)
+        token = secrets.token_hex(16)
+        self.markers = (f"cs336-recorder-start-{token}", f"cs336-recorder-end-{token}")
 
     def __enter__(self):
         _enable_profiler_legacy(self._CONFIG)
-        with torch.autograd.profiler.record_function(self.marker):
+        with torch.autograd.profiler.record_function(self.markers[0]):
             pass
 
     def __exit__(self, *exc) -> None:
+        with torch.autograd.profiler.record_function(self.markers[1]):  # missing if RecordFunction is off
+            pass
         try:
             records = _disable_profiler_legacy()
         except RuntimeError as e:
             raise RecordingTampered(f"the profiler was switched off ({e})") from None
         names = {event.name() for thread in records for event in thread if event.kind() == "push"}
-        if self.marker not in names:
-            raise RecordingTampered("the profiler was restarted: its records are not the recorder's")
+        if not set(self.markers) <= names:
+            raise RecordingTampered("the profiler was restarted or RecordFunction switched off: its records "
+                                    "are not the recorder's")
         self.calls.update("aten." + n[len("aten::"):] for n in names if n.startswith("aten::"))
 
 
