@@ -85,7 +85,11 @@ def _install(filt: bytes) -> None:
 # child, a helper that outlives its case). clone(2) is refused with EPERM whatever its flags
 # (threads and processes both come from it), clone3(2) with ENOSYS so that glibc falls back to
 # clone (whose flags a classic BPF filter can read; clone3's are behind a pointer), and the
-# legacy fork(2) and vfork(2) with EPERM.
+# legacy fork(2) and vfork(2) with EPERM. What torch needs under it (tests/staff/test_hostile.py
+# checks): nothing, with torch.set_num_threads(1) (the worker's setting: no intra-op pool) and the
+# legacy profiler as the recorder's observer; the kineto profiler would start a thread and fail
+# (EPERM), and gloo's process groups start threads and processes, hence the tensor-parallel
+# component's exemption.
 # machine -> (clone, clone3, (fork, vfork) or ())
 TASK_CALLS = {"x86_64": (56, 435, (57, 58)), "aarch64": (220, 435, ())}
 
