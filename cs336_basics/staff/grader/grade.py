@@ -12,13 +12,15 @@
     6. for staff: the submission's source, statically checked (static_check.py) for lines that
        name a banned built-in or the machinery that hides one; findings cost no points.
 
-What a hidden case's output may say: a fixed sentence from a small alphabet, chosen by outcome
-only (passed; raised an exception; wrong output, with no shape, dtype or value; called a banned
-built-in; not graded, the grader's code was changed; ran out of memory; and the runner's fixed
-per-component sentences: time limit, process ended, import failed). Code that sees a hidden input
-could pick the outcome to signal it, so at most log2(8) = 3 bits per hidden case reach the
-student, and only once grades are published (visibility `after_published`); the exception's
-type, the kind of wrong output (shape, dtype, values) and anything the code printed are never shown.
+What a hidden case's output may say (the staff's decision): a fixed sentence naming the outcome
+only. From judge: passed; raised an exception; wrong output (no shape, dtype or value); called a
+banned built-in; not graded (the grader's code was changed); ran out of memory; no output saved;
+an output not as the grader wrote it, or holding no tensor, or not checkable; no operator seen;
+not checked in time. From the runner, per component: time limit, process ended, import failed,
+budget ran out, cgroup out of memory. Code that sees a hidden input could pick the outcome to
+signal it: at most log2(17), about 4 bits per hidden case and grading, shown only once grades
+are published (visibility `after_published`). Never shown: the exception's type (some 60 built-in
+ones, 6 more bits before), the kind of wrong output, anything the code printed.
 """
 
 import functools
