@@ -83,6 +83,7 @@ ALIASES = {
     "multihead": "mha",  # functional.multihead_self_attention, MultiHeadSelfAttention
     "transformerblock": "block",
     "transformerlm": "lm",
+    "getlrcosineschedule": "lr_schedule",
 }
 
 

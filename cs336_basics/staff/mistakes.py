@@ -984,3 +984,8 @@ VARIANTS = [
     Variant("mha-repeat_kv", F, "grouped_query_attention", gqa_repeat_kv),
     Variant("generate-without_cache", generation, "generate", generate_recomputing_everything),
 ]
+
+from cs336_basics.staff.mistakes_training import TRAINING_MISTAKES, TRAINING_VARIANTS  # noqa: E402
+
+MISTAKES += TRAINING_MISTAKES
+VARIANTS += TRAINING_VARIANTS
