@@ -83,7 +83,6 @@ ALIASES = {
     "multihead": "mha",  # functional.multihead_self_attention, MultiHeadSelfAttention
     "transformerblock": "block",
     "transformerlm": "lm",
-    "getlrcosineschedule": "lr_schedule",
 }
 
 
