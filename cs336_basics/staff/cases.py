@@ -341,16 +341,14 @@ HIDDEN_CASES = [
            floor=1.8e-4, dtype=F16),
     hidden("cross_entropy_one_class", "cross_entropy", "run_cross_entropy", 1164, cross_entropy_case((5,), 1, std=2.0),
            floor=0.0),
-    # adamw: one odd-shaped parameter over 40 steps; three parameters, other betas; float64 Adam
-    # (weight_decay 0 and eps 0: where eps and the decay go cannot matter, so the float64 floor holds
-    # for every correct ordering)
+    # adamw: one odd-shaped parameter over 40 steps; three parameters, other betas. (No float64
+    # case: its tolerance, 1e-15, is below what another CPU's vector sqrt moves the expected
+    # output by; tests/test_adamw.py compares with torch.optim.AdamW in float64.)
     hidden("adamw_odd_many_steps", "adamw", "run_adamw_steps", 1171, adamw_case({"weight": (5, 7)}, 40, lr=1e-3,
            weight_decay=0.01), floor=8.8e-7),
     hidden("adamw_three_params", "adamw", "run_adamw_steps", 1172,
            adamw_case({"embed": (11, 4), "gain": (4,), "head": (3, 4)}, 6, lr=1e-3, weight_decay=0.05, betas=(0.85, 0.98)),
            floor=2.0e-7),
-    hidden("adamw_float64_adam", "adamw", "run_adamw_steps", 1173, adamw_case({"weight": (6, 6)}, 30, lr=1e-2,
-           weight_decay=0.0, eps=0.0), floor=3.9e-17, dtype=F64),
     # lr_schedule: a long schedule (LLaMA-like); warm-up as long as the cycle; a floor of 0
     hidden("lr_schedule_long", "lr_schedule", "run_lr_schedule_at", 1181, lr_schedule_case(6e-4, 6e-5, 2000, 100000,
            random_iters=40), floor=0.0, dtype=F64),

@@ -238,7 +238,7 @@ def clip_coefficient_clamped(parameters, max_l2_norm, eps=1e-6):
 AdamW = optim.AdamW
 
 TRAINING_MISTAKES = [
-    Mistake("cross_entropy-log_of_softmax", F, "cross_entropy", cross_entropy_log_of_softmax,
+    Mistake("cross_entropy-log_of_probability", F, "cross_entropy", cross_entropy_log_of_softmax,
             diagnosis="cross-entropy as -log(softmax(x)[target]): a probability that rounds to 0 gives log(0) = -inf "
                       "(use logsumexp(x) - x[target])"),
     Mistake("cross_entropy-no_max_subtraction", F, "cross_entropy", cross_entropy_no_max_subtraction,
