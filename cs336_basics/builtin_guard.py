@@ -64,6 +64,16 @@ _ANYWHERE = _every_alias("scaled_dot_product_attention", "multi_head_attention_f
 _MHA = frozenset({"torch.nn.modules.activation.MultiheadAttention.forward", "F.multi_head_attention_forward",
                   "aten._native_multi_head_attention"})
 _ROPE = _every_alias("polar", "view_as_complex")
+# The loss from exp, log, sum, max and indexing: none of the built-in losses, log-softmax or logsumexp.
+_CROSS_ENTROPY = _SOFTMAX | _every_alias("cross_entropy", "nll_loss", "cross_entropy_loss", "nll_loss_nd",
+                                         "nll_loss_forward", "nll_loss2d_forward", "logsumexp")
+# torch.optim.Adam/AdamW's step: its per-tensor loop asks torch.is_complex of every parameter (seen as
+# a torch function); its foreach and fused kernels are ATen operators of their own.
+_ADAMW = frozenset({"torch.is_complex", "aten._fused_adam_", "aten._fused_adamw_", "aten._foreach_lerp_",
+                    "aten._foreach_addcdiv_", "aten._foreach_addcmul_", "aten._foreach_sqrt"})
+# torch.nn.utils.clip_grad_norm_ (and get_total_norm / clip_grads_with_norm_): the foreach norm and scaling.
+_CLIPPING = frozenset({"torch._foreach_norm", "aten._foreach_norm", "torch._foreach_mul_", "aten._foreach_mul_",
+                       "aten._foreach_mul"})
 _DECODER = _ANYWHERE | _MHA | _LINEAR | _SILU | _GLU | _SOFTMAX | _RMSNORM | _EMBEDDING
 
 # component -> the built-ins (canonical names, see call_name) it may not call
@@ -86,6 +96,10 @@ BANNED = MappingProxyType({
     "block": _DECODER | _ROPE,
     "lm": _DECODER | _ROPE,
     "generate": _DECODER | _ROPE,
+    "cross_entropy": _ANYWHERE | _CROSS_ENTROPY,
+    "adamw": _ANYWHERE | _ADAMW,
+    "lr_schedule": _ANYWHERE,  # Python arithmetic: no built-in computes it
+    "gradient_clipping": _ANYWHERE | _CLIPPING,
     # Recorded in the process that calls the adapter only: the ranks it starts are other
     # processes, and what they call is not seen (PyTorch's DTensor tensor parallelism, the tests'
     # oracle, is not a torch function either; tests/test_parallel_layers.py counts collectives).

@@ -5,11 +5,15 @@ block: of its input), load the given weights strictly (through
 `cs336_basics.nn.convert.load_state_dict`) and call it.
 """
 
+from collections.abc import Iterable
+from typing import Any
+
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 import cs336_basics.generate as generation
+from cs336_basics import optim
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
@@ -199,6 +203,31 @@ def run_generate(
     return torch.tensor(list(generation.generate(model, prompt_ids.tolist(), max_new_tokens)), dtype=torch.long)
 
 
+def run_cross_entropy(
+    inputs: Float[Tensor, " batch_size vocab_size"], targets: Int[Tensor, " batch_size"]
+) -> Float[Tensor, ""]:
+    """Beyond CS336: any leading dimensions, inputs (..., vocab_size) with targets (...)."""
+    return F.cross_entropy(inputs, targets)
+
+
+def run_gradient_clipping(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float) -> None:
+    optim.gradient_clipping(parameters, max_l2_norm)
+
+
+def get_adamw_cls() -> Any:
+    return optim.AdamW
+
+
+def run_get_lr_cosine_schedule(
+    it: int,
+    max_learning_rate: float,
+    min_learning_rate: float,
+    warmup_iters: int,
+    cosine_cycle_iters: int,
+):
+    return optim.get_lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters)
+
+
 # Beyond CS336 v1.0.2: the rest of this package's components.
 
 
@@ -288,3 +317,61 @@ def run_parallel_swiglu(
 ) -> Float[Tensor, " ... d_model"]:
     weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
     return launch.run_sharded(launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size)
+
+
+# Beyond CS336 v1.0.2: drivers for the graded cases of the training components. Each runs the
+# adapters above on tensors and returns one tensor, so a case is "inputs in, tensor out" like the
+# others (the grader's worker runs them on the inputs it receives; the expected values stay out).
+
+
+def run_adamw_steps(
+    params: dict[str, Tensor],
+    grads: dict[str, Tensor],
+    lr: float,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    weight_decay: float,
+) -> Float[Tensor, " total_numel"]:
+    """get_adamw_cls() on copies of `params` (one group), stepped once per gradient in
+    grads[name] (steps, *shape); the parameters after the last step, flattened and concatenated
+    in sorted name order."""
+    names = sorted(params)
+    weights = [torch.nn.Parameter(params[name].clone()) for name in names]
+    optimizer = get_adamw_cls()(weights, lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
+    for step in range(grads[names[0]].shape[0]):
+        for name, w in zip(names, weights):
+            w.grad = grads[name][step].clone()
+        optimizer.step()
+    return torch.cat([w.detach().reshape(-1) for w in weights])
+
+
+def run_lr_schedule_at(
+    iterations: Int[Tensor, " n"],
+    max_learning_rate: float,
+    min_learning_rate: float,
+    warmup_iters: int,
+    cosine_cycle_iters: int,
+) -> Float[Tensor, " n"]:
+    """run_get_lr_cosine_schedule at each iteration, as a float64 tensor."""
+    lrs = [run_get_lr_cosine_schedule(int(it), max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters)
+           for it in iterations.tolist()]
+    return torch.tensor([float(lr) for lr in lrs], dtype=torch.float64)
+
+
+def run_gradient_clipping_of(
+    grads: dict[str, Tensor], max_l2_norm: float, params_without_grad: int = 0, one_pass: bool = False
+) -> Float[Tensor, " total_numel"]:
+    """run_gradient_clipping on parameters holding copies of `grads` (sorted by name), with
+    `params_without_grad` more parameters that have none placed among them, given as a list (as
+    an iterator that can be read once, like model.parameters(), if one_pass); the gradients after
+    clipping, flattened and concatenated."""
+    params = []
+    for i, name in enumerate(sorted(grads)):
+        if i < params_without_grad:
+            params.append(torch.nn.Parameter(torch.zeros(3, dtype=grads[name].dtype)))  # grad None
+        w = torch.nn.Parameter(torch.zeros_like(grads[name]))
+        w.grad = grads[name].clone()
+        params.append(w)
+    run_gradient_clipping(iter(params) if one_pass else params, max_l2_norm)
+    return torch.cat([w.grad.reshape(-1) for w in params if w.grad is not None])

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 import torch.nn.functional as TF
 
+from cs336_basics import optim
 from cs336_basics.nn import functional as F
 
 ACTIVATIONS = {
@@ -107,17 +108,28 @@ BUILTIN_KERNELS = {
     ),
     "rope_cos_sin": rope_cos_sin_polar,
     "rope": rope_complex_tables,
+    "cross_entropy": lambda inputs, targets: TF.cross_entropy(inputs.reshape(-1, inputs.shape[-1]), targets.reshape(-1)),
+}
+
+# The training components' built-ins, swapped into cs336_basics.optim (the adapters look them up there).
+BUILTIN_OPTIM = {
+    "AdamW": torch.optim.AdamW,
+    "gradient_clipping": lambda parameters, max_l2_norm: torch.nn.utils.clip_grad_norm_(list(parameters), max_l2_norm),
 }
 
 
 @contextlib.contextmanager
 def builtin_kernels():
-    """Inside the block, cs336_basics.nn.functional's kernels are PyTorch's built-ins."""
-    saved = {name: getattr(F, name) for name in BUILTIN_KERNELS}
+    """Inside the block, cs336_basics.nn.functional's kernels and cs336_basics.optim's AdamW and
+    gradient clipping are PyTorch's built-ins."""
+    swaps = [(F, BUILTIN_KERNELS), (optim, BUILTIN_OPTIM)]
+    saved = [(owner, {name: getattr(owner, name) for name in table}) for owner, table in swaps]
     try:
-        for name, fn in BUILTIN_KERNELS.items():
-            setattr(F, name, fn)
+        for owner, table in swaps:
+            for name, fn in table.items():
+                setattr(owner, name, fn)
         yield
     finally:
-        for name, fn in saved.items():
-            setattr(F, name, fn)
+        for owner, originals in saved:
+            for name, fn in originals.items():
+                setattr(owner, name, fn)

@@ -24,6 +24,7 @@ from cs336_basics.nn import (
     TransformerLMConfig,
 )
 from cs336_basics.nn import functional as F
+from cs336_basics.optim import AdamW, get_lr_cosine_schedule, gradient_clipping
 
 from .adapters import _loaded, run_embedding, run_linear, run_rmsnorm, run_swiglu
 
@@ -38,6 +39,20 @@ W = x(128, 64)  # a (d_out, d_in) = (128, 64) weight
 # and these rows test rope's own argument checks)
 COS, SIN = torch.ones(16, 4, dtype=torch.float64), torch.zeros(16, 4, dtype=torch.float64)
 POS = torch.arange(4)
+
+
+def adamw_step(**group):
+    p = torch.nn.Parameter(x(3))
+    optimizer = AdamW([p])
+    optimizer.param_groups[0].update(group)
+    p.grad = x(3)
+    optimizer.step()
+
+
+def with_grad(*shape):
+    p = torch.nn.Parameter(x(*shape))
+    p.grad = x(*shape)
+    return p
 
 
 def tiny_lm():
@@ -109,6 +124,31 @@ CASES = [
     ("generate-top_p_above_one", lambda: list(generate(tiny_lm(), [1, 2], 4, top_p=1.5)), ValueError, r"top_p must be in \(0, 1\], got 1.5"),
     ("generate-temperature_negative", lambda: list(generate(tiny_lm(), [1, 2], 4, temperature=-0.5)), ValueError,
      r"temperature must be >= 0 \(0: greedy\), got -0.5"),
+    ("cross_entropy-target_too_large", lambda: F.cross_entropy(x(2, 5), torch.tensor([1, 5])), ValueError,
+     r"targets must lie in \[0, vocab_size=5\), got values in \[1, 5\]"),
+    ("cross_entropy-negative_target", lambda: F.cross_entropy(x(2, 5), torch.tensor([-1, 0])), ValueError,
+     r"targets must lie in \[0, vocab_size=5\), got values in \[-1, 0\]"),
+    ("cross_entropy-targets_shape", lambda: F.cross_entropy(x(2, 3, 5), torch.tensor([1, 2])), ValueError,
+     r"targets must have inputs' leading shape \(2, 3\) .*got shape \(2,\)"),
+    ("cross_entropy-float_targets", lambda: F.cross_entropy(x(2, 5), x(2)), TypeError,
+     r"targets must be an integer tensor .* got torch.float32"),
+    ("cross_entropy-int_inputs", lambda: F.cross_entropy(torch.ones(2, 5, dtype=torch.long), torch.tensor([0, 1])), TypeError,
+     r"inputs must have a floating dtype .* got torch.int64"),
+    ("adamw-negative_lr", lambda: AdamW([torch.nn.Parameter(x(3))], lr=-1e-3), ValueError, r"lr must be >= 0, got -0.001"),
+    ("adamw-beta_of_one", lambda: AdamW([torch.nn.Parameter(x(3))], betas=(0.9, 1.0)), ValueError,
+     r"betas must be a pair \(beta1, beta2\) with each in \[0, 1\), got \(0.9, 1.0\)"),
+    ("adamw-negative_eps", lambda: AdamW([torch.nn.Parameter(x(3))], eps=-1e-8), ValueError, r"eps must be >= 0, got -1e-08"),
+    ("adamw-negative_weight_decay", lambda: AdamW([torch.nn.Parameter(x(3))], weight_decay=-0.1), ValueError,
+     r"weight_decay must be >= 0, got -0.1"),
+    ("adamw-group_lr_set_negative", lambda: adamw_step(lr=-1.0), ValueError, r"lr must be >= 0, got -1.0"),
+    ("lr_schedule-negative_iteration", lambda: get_lr_cosine_schedule(-1, 1e-3, 1e-4, 10, 100), ValueError,
+     r"it must be >= 0, got -1"),
+    ("lr_schedule-warmup_beyond_cycle", lambda: get_lr_cosine_schedule(5, 1e-3, 1e-4, 100, 10), ValueError,
+     r"cosine_cycle_iters must be >= warmup_iters=100 .*, got 10"),
+    ("lr_schedule-min_above_max", lambda: get_lr_cosine_schedule(5, 1e-4, 1e-3, 10, 100), ValueError,
+     r"need 0 <= min_learning_rate <= max_learning_rate, got min_learning_rate=0.001, max_learning_rate=0.0001"),
+    ("gradient_clipping-max_zero", lambda: gradient_clipping([with_grad(3)], 0.0), ValueError,
+     r"max_l2_norm must be > 0, got 0.0"),
 ]
 
 

@@ -481,3 +481,37 @@ def multihead_self_attention(
     out = grouped_query_attention(q, k, v, mask)  # (..., heads, seq, d_k)
     return linear(out.transpose(-3, -2).flatten(-2), o_proj_weight)  # (..., seq, d_model)
     # END SOLUTION
+
+
+# --- Training: the loss ----------------------------------------------------------------------
+
+
+def cross_entropy(inputs: Float[Tensor, "... vocab_size"], targets: Int[Tensor, "..."]) -> Float[Tensor, ""]:
+    """The mean over every position of -log softmax(inputs)[target], written as
+    logsumexp(inputs) - inputs[target] with the row's max subtracted first (CS336 section 4.1), so
+    that logits of +-1e4 neither overflow exp nor underflow a probability to log(0). inputs
+    (..., vocab_size) are logits, targets (...) class indices. Half types are computed in float32
+    and the loss is returned in inputs' dtype."""
+    check_float("inputs", inputs)
+    if inputs.dim() == 0:
+        raise ValueError("inputs must have a last dimension vocab_size, got a 0-d tensor")
+    if not isinstance(targets, Tensor) or targets.dtype not in (torch.int64, torch.int32):
+        got = targets.dtype if isinstance(targets, Tensor) else type(targets).__name__
+        raise TypeError(f"targets must be an integer tensor of dtype torch.int64 or torch.int32, got {got}")
+    if tuple(targets.shape) != tuple(inputs.shape[:-1]):
+        raise ValueError(
+            f"targets must have inputs' leading shape {tuple(inputs.shape[:-1])} (inputs is (..., vocab_size) = "
+            f"{tuple(inputs.shape)}), got shape {tuple(targets.shape)}"
+        )
+    vocab_size = inputs.shape[-1]
+    if targets.numel() > 0:
+        lo, hi = int(targets.min()), int(targets.max())
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(f"targets must lie in [0, vocab_size={vocab_size}), got values in [{lo}, {hi}]")
+    # BEGIN SOLUTION
+    logits = inputs.to(_compute_dtype(inputs))
+    shifted = logits - logits.detach().amax(dim=-1, keepdim=True)  # (..., vocab_size), max 0: exp cannot overflow
+    log_normalizer = shifted.exp().sum(dim=-1).log()  # (...,): logsumexp(shifted), >= 0
+    target_logit = shifted.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)  # (...,)
+    return (log_normalizer - target_logit).mean().to(inputs.dtype)
+    # END SOLUTION

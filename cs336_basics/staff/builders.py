@@ -305,3 +305,74 @@ def parallel_row_case(batch: tuple[int, ...], d_in: int, d_out: int, world_size:
 def parallel_ffn_case(batch: tuple[int, ...], d_model: int, d_ff: int, world_size: int, x_std: float = 1.0) -> Make:
     swiglu = swiglu_case(batch, d_model, d_ff, x_std)
     return lambda rng: {"world_size": world_size, **swiglu(rng)}
+
+
+# ---- training ----
+
+
+def cross_entropy_case(batch: tuple[int, ...], vocab_size: int, std: float, mean: float = 0.0) -> Make:
+    """Logits (..., vocab_size) ~ N(mean, std^2) and uniform targets; the first two targets are
+    the two ends of the vocabulary."""
+
+    def make(rng):
+        targets = randint(rng, 0, vocab_size, batch)
+        ends = torch.tensor([0, vocab_size - 1])[: targets.numel()]
+        targets.view(-1)[: len(ends)] = ends
+        return dict(inputs=randn(rng, *batch, vocab_size, std=std, mean=mean), targets=targets)
+
+    return make
+
+
+def away_from_zero(rng: Rng, *shape: int, scale: float) -> Tensor:
+    """Values of size scale * [0.5, 3.5) or so, with random signs: |x| = scale * (0.5 + |N(0, 1)|)."""
+    z = rng.standard_normal(shape)
+    return torch.from_numpy((np.sign(z) * (0.5 + np.abs(z)) * scale).astype(np.float32))
+
+
+def adamw_case(shapes: dict[str, tuple[int, ...]], steps: int, lr: float, weight_decay: float, eps: float = 1e-8,
+               betas: tuple[float, float] = (0.9, 0.999), grad_scale: float = 1.0, param_std: float = 1.0) -> Make:
+    """Parameters ~ N(0, param_std^2) and `steps` gradients per parameter of size grad_scale *
+    [0.5, 3.5) (away from 0: a tiny |g| on the first step makes where eps sits matter, which the
+    hyper-parameters of a case decide instead)."""
+
+    def make(rng):
+        params = {name: randn(rng, *shape, std=param_std) for name, shape in shapes.items()}
+        grads = {name: away_from_zero(rng, steps, *shape, scale=grad_scale) for name, shape in shapes.items()}
+        return dict(params=params, grads=grads, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay)
+
+    return make
+
+
+def lr_schedule_case(max_learning_rate: float, min_learning_rate: float, warmup_iters: int, cosine_cycle_iters: int,
+                     random_iters: int = 16) -> Make:
+    """The schedule at its boundaries (0, 1, warmup_iters - 1, warmup_iters, warmup_iters + 1,
+    the middle of the annealing, cosine_cycle_iters - 1, cosine_cycle_iters, cosine_cycle_iters + 1,
+    far beyond) and at `random_iters` iterations drawn up to 1.5 cosine_cycle_iters."""
+    w, c = warmup_iters, cosine_cycle_iters
+    fixed = [0, 1, w - 1, w, w + 1, (w + c) // 2, c - 1, c, c + 1, 10 * c + 7]
+
+    def make(rng):
+        drawn = rng.integers(0, (3 * c) // 2 + 2, size=random_iters).tolist()
+        iterations = torch.tensor([i for i in fixed if i >= 0] + drawn, dtype=torch.int64)
+        return dict(iterations=iterations, max_learning_rate=max_learning_rate, min_learning_rate=min_learning_rate,
+                    warmup_iters=warmup_iters, cosine_cycle_iters=cosine_cycle_iters)
+
+    return make
+
+
+def gradient_clipping_case(shapes: dict[str, tuple[int, ...]], max_l2_norm: float, norm_ratio: float,
+                           params_without_grad: int = 0, one_pass: bool = False) -> Make:
+    """Gradients whose global L2 norm is norm_ratio * max_l2_norm exactly (> 1: clipped; < 1: left
+    alone), one parameter's gradient much larger than the others' (so that per-parameter norms
+    and the global norm clip differently)."""
+
+    def make(rng):
+        grads = {name: randn(rng, *shape) for name, shape in shapes.items()}
+        first = sorted(grads)[0]
+        grads[first] = grads[first] * 8.0  # one dominant gradient
+        norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values()))
+        scale = norm_ratio * max_l2_norm / float(norm)
+        grads = {name: (g.double() * scale).float() for name, g in grads.items()}
+        return dict(grads=grads, max_l2_norm=max_l2_norm, params_without_grad=params_without_grad, one_pass=one_pass)
+
+    return make

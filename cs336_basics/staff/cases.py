@@ -24,15 +24,19 @@ from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR
 from cs336_basics.staff.builders import (
     Make,
+    adamw_case,
     attention_case,
     block_case,
+    cross_entropy_case,
     edited,
     embedding_case,
     ffn_block_case,
     generate_case,
+    gradient_clipping_case,
     layernorm_case,
     linear_case,
     lm_case,
+    lr_schedule_case,
     mha_case,
     parallel_column_case,
     parallel_ffn_case,
@@ -46,7 +50,7 @@ from cs336_basics.staff.builders import (
 )
 from cs336_basics.testing import tolerance
 
-F32, BF16, F16 = torch.float32, torch.bfloat16, torch.float16
+F32, BF16, F16, F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
 HIDDEN_FIXTURES_DIR = FIXTURES_DIR.parent / "hidden_fixtures"  # never shipped to students
 I64 = torch.int64
 EXACT = None  # the floor of a case whose every correct answer is bit-exact (a row copy): tol = 0
@@ -185,6 +189,39 @@ PUBLIC_CASES = [
          floor=EXACT, out_dtype=I64),
     Case("generate_until_context_full", "generate", "run_generate", 39,
          generate_case(12, 10, 64, 16, 32, 2, 4, 64, num_kv_heads=2, tie=True), floor=EXACT, out_dtype=I64),
+    # cross_entropy: CS336's (4 x 12 positions) over 100 classes; witnesses: logits around 1000
+    # (exp overflows unless the max is subtracted); a spread of ~60 below a max under 0 (the target's
+    # probability underflows, so log(softmax) gives inf while exp stays finite); logits of +-1e4
+    Case("cross_entropy", "cross_entropy", "run_cross_entropy", 70, cross_entropy_case(B, 100, std=2.0), floor=1.1e-8),
+    Case("cross_entropy_2d_offset_logits", "cross_entropy", "run_cross_entropy", 71,
+         cross_entropy_case((16,), 50, std=4.0, mean=1000.0), floor=5.0e-8),
+    Case("cross_entropy_bf16", "cross_entropy", "run_cross_entropy", 72, cross_entropy_case(B, 100, std=3.0), floor=3.3e-3,
+         dtype=BF16),
+    Case("cross_entropy_far_targets", "cross_entropy", "run_cross_entropy", 73,
+         cross_entropy_case((6, 10), 64, std=60.0, mean=-150.0), floor=1.4e-8),
+    Case("cross_entropy_huge_logits", "cross_entropy", "run_cross_entropy", 74, cross_entropy_case((8,), 32, std=BIG),
+         floor=3.5e-8),
+    # adamw: 10 steps of a weight and a bias; witnesses: gradients of ~1e-4 at a tiny lr, where eps
+    # inside or outside the square root differs; strong weight decay
+    Case("adamw", "adamw", "run_adamw_steps", 75, adamw_case({"weight": (8, 16), "bias": (16,)}, 10, lr=1e-3,
+         weight_decay=0.01), floor=4.1e-7),
+    Case("adamw_small_gradients", "adamw", "run_adamw_steps", 76, adamw_case({"weight": (6, 5)}, 10, lr=1e-5,
+         weight_decay=0.01, grad_scale=1e-4, param_std=0.1), floor=2.6e-7),
+    Case("adamw_strong_decay", "adamw", "run_adamw_steps", 77, adamw_case({"weight": (4, 9), "bias": (9,)}, 8, lr=5e-4,
+         weight_decay=0.2, betas=(0.8, 0.99)), floor=2.4e-7),
+    # lr_schedule: CS336's schedule (1, 0.1, 7, 21); no warm-up
+    Case("lr_schedule", "lr_schedule", "run_lr_schedule_at", 80, lr_schedule_case(1.0, 0.1, 7, 21), floor=0.0, dtype=F64),
+    Case("lr_schedule_no_warmup", "lr_schedule", "run_lr_schedule_at", 81, lr_schedule_case(3e-4, 3e-5, 0, 100),
+         floor=0.0, dtype=F64),
+    # gradient_clipping: CS336's max_l2_norm 1e-2 with the global norm 3x above it; below it (left
+    # alone); parameters without a gradient and given as an iterator (model.parameters())
+    Case("gradient_clipping", "gradient_clipping", "run_gradient_clipping_of", 84,
+         gradient_clipping_case({"a": (5, 5), "b": (7,), "c": (3, 4)}, 1e-2, 3.0), floor=3.8e-8),
+    Case("gradient_clipping_below_max", "gradient_clipping", "run_gradient_clipping_of", 85,
+         gradient_clipping_case({"a": (4, 6), "b": (6,)}, 1.0, 0.5), floor=0.0),
+    Case("gradient_clipping_one_pass_no_grad", "gradient_clipping", "run_gradient_clipping_of", 86,
+         gradient_clipping_case({"a": (3, 3), "b": (5,), "c": (2, 2)}, 0.5, 2.0, params_without_grad=2, one_pass=True),
+         floor=1.3e-7),
     # tensor parallelism at world size 2 (each case starts a group of processes). witness: square
     # weights, so a shard taken along the wrong axis still loads and gives a wrong output
     Case("parallel_column", "parallel", "run_column_parallel_linear", 60, parallel_column_case(B, 64, 64, 2),
@@ -295,6 +332,37 @@ HIDDEN_CASES = [
            generate_case(1, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=1, tie=True), floor=EXACT, out_dtype=I64),
     hidden("generate_three_layers", "generate", "run_generate", 1152, generate_case(4, 7, 53, 16, 48, 3, 3, 80),
            floor=EXACT, out_dtype=I64),
+    # cross_entropy: one position (0-d targets); 4-D odd; float16 logits of +-1e3 (exp overflows float16 past 11); one class (loss 0)
+    hidden("cross_entropy_one_position", "cross_entropy", "run_cross_entropy", 1161, cross_entropy_case((), 37, std=3.0),
+           floor=1.6e-8),
+    hidden("cross_entropy_4d_odd", "cross_entropy", "run_cross_entropy", 1162, cross_entropy_case((2, 3, 5), 7, std=2.0),
+           floor=4.2e-9),
+    hidden("cross_entropy_fp16_large", "cross_entropy", "run_cross_entropy", 1163, cross_entropy_case((4, 6), 50, std=1e3),
+           floor=1.8e-4, dtype=F16),
+    hidden("cross_entropy_one_class", "cross_entropy", "run_cross_entropy", 1164, cross_entropy_case((5,), 1, std=2.0),
+           floor=0.0),
+    # adamw: one odd-shaped parameter over 40 steps; three parameters, other betas. (No float64
+    # case: its tolerance, 1e-15, is below what another CPU's vector sqrt moves the expected
+    # output by; tests/test_adamw.py compares with torch.optim.AdamW in float64.)
+    hidden("adamw_odd_many_steps", "adamw", "run_adamw_steps", 1171, adamw_case({"weight": (5, 7)}, 40, lr=1e-3,
+           weight_decay=0.01), floor=8.8e-7),
+    hidden("adamw_three_params", "adamw", "run_adamw_steps", 1172,
+           adamw_case({"embed": (11, 4), "gain": (4,), "head": (3, 4)}, 6, lr=1e-3, weight_decay=0.05, betas=(0.85, 0.98)),
+           floor=2.0e-7),
+    # lr_schedule: a long schedule (LLaMA-like); warm-up as long as the cycle; a floor of 0
+    hidden("lr_schedule_long", "lr_schedule", "run_lr_schedule_at", 1181, lr_schedule_case(6e-4, 6e-5, 2000, 100000,
+           random_iters=40), floor=0.0, dtype=F64),
+    hidden("lr_schedule_warmup_is_whole_cycle", "lr_schedule", "run_lr_schedule_at", 1182,
+           lr_schedule_case(1e-3, 1e-4, 10, 10, random_iters=5), floor=0.0, dtype=F64),
+    hidden("lr_schedule_zero_floor", "lr_schedule", "run_lr_schedule_at", 1183, lr_schedule_case(2.0, 0.0, 3, 50),
+           floor=0.0, dtype=F64),
+    # gradient_clipping: bfloat16; one 3-D gradient far above the max; exactly at the max (left alone)
+    hidden("gradient_clipping_bf16", "gradient_clipping", "run_gradient_clipping_of", 1191,
+           gradient_clipping_case({"a": (4, 5), "b": (5,)}, 1.0, 4.0), floor=3.2e-4, dtype=BF16),
+    hidden("gradient_clipping_3d_far_above", "gradient_clipping", "run_gradient_clipping_of", 1192,
+           gradient_clipping_case({"a": (2, 3, 4)}, 0.1, 1e3, params_without_grad=1), floor=5.1e-8),
+    hidden("gradient_clipping_many_small", "gradient_clipping", "run_gradient_clipping_of", 1193,
+           gradient_clipping_case({f"p{i}": (3,) for i in range(9)}, 2.0, 0.9, one_pass=True), floor=0.0),
     # parallel: 4 ranks, odd batch shapes and a 1-D input; 1 rank (no collective at all); bfloat16
     hidden("parallel_column_w4", "parallel", "run_column_parallel_linear", 1201, parallel_column_case((5,), 7, 12, 4),
            floor=9.8e-8),

@@ -24,3 +24,31 @@ def test_public_snapshot_test_fails_a_component_that_calls_its_builtin(tmp_path)
     assert done.returncode == 1, done.stdout[-2000:]
     assert "silu called F.silu: the PyTorch built-in that computes this component" in done.stdout
     assert "passed" in done.stdout.splitlines()[-1]  # the values are right: only the rule fails
+
+
+# The training components' built-ins, each swapped in where the adapters look (tests/oracles.py):
+# the grader's recorder (ATen operators included) sees each one on the component's first public case.
+def _training_builtin_calls(component: str) -> list[str]:
+    import torch
+
+    from cs336_basics.builtin_guard import CallRecorder, forbidden_calls
+    from cs336_basics.fixture_io import fixture_names, load_fixture
+    from tests import adapters
+    from tests.oracles import builtin_kernels
+
+    fx = load_fixture(fixture_names(component)[0])
+    with builtin_kernels(), torch.no_grad(), CallRecorder() as recorder:
+        getattr(adapters, fx.adapter)(**fx.kwargs)
+    return forbidden_calls(component, recorder.calls)
+
+
+def test_grader_rule_sees_f_cross_entropy():
+    assert "F.cross_entropy" in _training_builtin_calls("cross_entropy")
+
+
+def test_grader_rule_sees_torch_optim_adamw():
+    assert _training_builtin_calls("adamw") != []
+
+
+def test_grader_rule_sees_clip_grad_norm_in_gradient_clipping():
+    assert _training_builtin_calls("gradient_clipping") != []

@@ -18,3 +18,9 @@ def test_gradcheck_in_float64(name):
 
 def test_softmax_gradcheck_with_masked_entries():
     assert torch.autograd.gradcheck(F.softmax, (_masked_logits(),))
+
+
+def test_cross_entropy_gradcheck_in_float64():
+    x = torch.randn(2, 3, 7, generator=torch.Generator().manual_seed(8), dtype=torch.float64).requires_grad_()
+    targets = torch.randint(0, 7, (2, 3), generator=torch.Generator().manual_seed(9))
+    assert torch.autograd.gradcheck(lambda logits: F.cross_entropy(logits, targets), (x,))
