@@ -5,11 +5,23 @@ block: of its input), load the given weights strictly (through
 `cs336_basics.nn.convert.load_state_dict`) and call it.
 """
 
+import io
+import math
+import os
+import random
+import tempfile
+from contextlib import contextmanager
+from typing import IO, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+import cs336_basics.data as data
 import cs336_basics.generate as generation
+import cs336_basics.serialization as serialization
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
@@ -199,6 +211,29 @@ def run_generate(
     return torch.tensor(list(generation.generate(model, prompt_ids.tolist(), max_new_tokens)), dtype=torch.long)
 
 
+def run_get_batch(
+    dataset: npt.NDArray, batch_size: int, context_length: int, device: str
+) -> tuple[Int[Tensor, " batch_size context_length"], Int[Tensor, " batch_size context_length"]]:
+    return data.get_batch(dataset, batch_size, context_length, device)
+
+
+def run_save_checkpoint(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    iteration: int,
+    out: str | os.PathLike | BinaryIO | IO[bytes],
+):
+    serialization.save_checkpoint(model, optimizer, iteration, out)
+
+
+def run_load_checkpoint(
+    src: str | os.PathLike | BinaryIO | IO[bytes],
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+) -> int:
+    return serialization.load_checkpoint(src, model, optimizer)
+
+
 # Beyond CS336 v1.0.2: the rest of this package's components.
 
 
@@ -288,3 +323,126 @@ def run_parallel_swiglu(
 ) -> Float[Tensor, " ... d_model"]:
     weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
     return launch.run_sharded(launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size)
+
+
+# Beyond CS336 v1.0.2: the graded scenarios of get_batch and the checkpoint. A batch is random
+# and a checkpoint is a file, so each graded case runs a fixed scenario around the adapters above
+# and returns one tensor: what it observed about the batches, or the parameters training ended
+# with. The grader runs them in its worker on inputs it drew; the expected tensor stays outside.
+
+GET_BATCH_CHECKS = ("shape (batch_size, context_length), dtype torch.long, on the device",
+                    "every input row is context_length consecutive tokens of the dataset",
+                    "every target row is its input row's window moved on by one token",
+                    "no batch repeats one window in every row",
+                    "the first start (0) is drawn",
+                    "the last start (len(dataset) - context_length - 1) is drawn",
+                    "every start is drawn a number of times within its binomial bounds")
+GET_BATCH_FALSE_FAILURE = 1e-6  # the bounds' share; see binomial_bounds
+
+
+@contextmanager
+def _seeded(seed: int):
+    """Python's, NumPy's and torch's global generators seeded for the block and restored after,
+    so a get_batch on any of them draws the same batches on every run of a case."""
+    py, np_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        random.seed(seed), np.random.seed(seed % 2**32), torch.manual_seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(py), np.random.set_state(np_state)
+
+
+def binomial_bounds(n: int, p: float, alpha: float) -> tuple[int, int]:
+    """[lo, hi] with P(X < lo) <= alpha / 2 and P(X > hi) <= alpha / 2 for X ~ Binomial(n, p),
+    from the exact probabilities (log-gamma)."""
+    if p >= 1:
+        return n, n
+    logs = [math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
+            for k in range(n + 1)]
+    pmf = [math.exp(v) for v in logs]
+    lo, tail = 0, 0.0
+    while tail + pmf[lo] <= alpha / 2:
+        tail, lo = tail + pmf[lo], lo + 1
+    hi, tail = n, 0.0
+    while tail + pmf[hi] <= alpha / 2:
+        tail, hi = tail + pmf[hi], hi - 1
+    return lo, hi
+
+
+def get_batch_checks(tokens: np.ndarray, batches: list, batch_size: int, context_length: int,
+                     device: str = "cpu") -> Int[Tensor, " 7"]:
+    """1 or 0 for each of GET_BATCH_CHECKS over `batches` [(x, y), ...] drawn from `tokens`, a
+    1-D array of distinct token ids (so a row's first token names its start). The start counts
+    are bounded per start at GET_BATCH_FALSE_FAILURE / (number of starts): a correct get_batch
+    fails that check with probability at most GET_BATCH_FALSE_FAILURE (union bound)."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    starts = len(tokens) - context_length
+    where = np.full(int(tokens.max()) + 1, -1)
+    where[tokens] = np.arange(len(tokens))
+    counts = np.zeros(starts, dtype=np.int64)
+    form = windows = targets = differ = True
+    for x, y in batches:
+        if not all(isinstance(t, Tensor) and t.dtype == torch.long and tuple(t.shape) == (batch_size, context_length)
+                   and t.device == torch.device(device) for t in (x, y)):
+            form = False
+            continue
+        x, y = x.cpu().numpy(), y.cpu().numpy()
+        s = where[np.clip(x[:, 0], 0, len(where) - 1)]
+        s = np.where((x[:, 0] >= 0) & (x[:, 0] < len(where)) & (s >= 0) & (s < starts), s, -1)
+        real = (s >= 0) & (tokens[np.clip(s, 0, starts - 1)[:, None] + np.arange(context_length)] == x).all(1)
+        shifted = real & (tokens[np.clip(s, 0, starts - 1)[:, None] + 1 + np.arange(context_length)] == y).all(1)
+        windows, targets = windows and bool(real.all()), targets and bool(shifted.all())
+        differ = differ and (batch_size == 1 or starts == 1 or len({r.tobytes() for r in x}) > 1)
+        np.add.at(counts, s[real], 1)
+    lo, hi = binomial_bounds(int(counts.sum()), 1 / starts, GET_BATCH_FALSE_FAILURE / starts) if counts.sum() else (1, 0)
+    checks = (form, windows, targets, differ, counts[0] > 0, counts[-1] > 0, bool(((counts >= lo) & (counts <= hi)).all()))
+    return torch.tensor([int(c) for c in checks], dtype=torch.long)
+
+
+def run_get_batch_checks(dataset: Int[Tensor, " n"], batch_size: int, context_length: int, num_batches: int,
+                         seed: int, token_dtype: str = "uint16") -> Int[Tensor, " 7"]:
+    """Beyond CS336: writes `dataset` (distinct token ids) to a token file of `token_dtype`,
+    opens it with np.memmap, calls run_get_batch num_batches times on it (global generators
+    seeded with `seed`) and returns get_batch_checks of the batches."""
+    with tempfile.TemporaryDirectory() as tmp, _seeded(seed):
+        path = os.path.join(tmp, "tokens.bin")
+        dataset.numpy().astype(token_dtype).tofile(path)
+        tokens = np.memmap(path, dtype=token_dtype, mode="r")
+        batches = [run_get_batch(tokens, batch_size, context_length, "cpu") for _ in range(num_batches)]
+        del tokens
+    return get_batch_checks(dataset.numpy(), batches, batch_size, context_length)
+
+
+def _adamw_run(weights: dict[str, Tensor], lr: float, weight_decay: float) -> tuple[torch.nn.ParameterDict, torch.optim.AdamW]:
+    model = torch.nn.ParameterDict({k: torch.nn.Parameter(weights[k].clone()) for k in sorted(weights)})
+    return model, torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+
+
+def _adamw_steps(model: torch.nn.ParameterDict, optimizer: torch.optim.Optimizer, gradients: dict[str, Tensor], steps: range):
+    for k in steps:
+        for name, p in model.items():
+            p.grad = gradients[name][k].clone()
+        optimizer.step()
+
+
+def run_checkpoint_resume(weights: dict[str, Tensor], gradients: dict[str, Tensor], steps_before: int, lr: float,
+                          weight_decay: float, to: str = "path") -> Float[Tensor, " n"]:
+    """Beyond CS336: torch.optim.AdamW on a model holding `weights`, given gradients[name][k] at
+    step k: steps_before steps, run_save_checkpoint to a path (`to="path"`) or an in-memory file
+    object (`to="file"`), run_load_checkpoint into a fresh model (all zeros) and a fresh AdamW,
+    then the remaining steps. Returns the iteration the load returned, then every parameter
+    (names sorted) flattened, in the weights' dtype: the same as training without the stop."""
+    total = next(iter(gradients.values())).shape[0]
+    model, optimizer = _adamw_run(weights, lr, weight_decay)
+    _adamw_steps(model, optimizer, gradients, range(steps_before))
+    fresh, fresh_optimizer = _adamw_run({k: torch.zeros_like(v) for k, v in weights.items()}, lr, weight_decay)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "checkpoint.pt") if to == "path" else io.BytesIO()
+        run_save_checkpoint(model, optimizer, steps_before, out)
+        if to != "path":
+            out.seek(0)
+        iteration = run_load_checkpoint(out, fresh, fresh_optimizer)
+    _adamw_steps(fresh, fresh_optimizer, gradients, range(steps_before, total))
+    dtype = next(iter(weights.values())).dtype
+    return torch.cat([torch.tensor([iteration], dtype=dtype), *(p.detach().reshape(-1) for p in fresh.values())])

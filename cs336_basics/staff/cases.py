@@ -26,10 +26,12 @@ from cs336_basics.staff.builders import (
     Make,
     attention_case,
     block_case,
+    checkpoint_case,
     edited,
     embedding_case,
     ffn_block_case,
     generate_case,
+    get_batch_case,
     layernorm_case,
     linear_case,
     lm_case,
@@ -185,6 +187,13 @@ PUBLIC_CASES = [
          floor=EXACT, out_dtype=I64),
     Case("generate_until_context_full", "generate", "run_generate", 39,
          generate_case(12, 10, 64, 16, 32, 2, 4, 64, num_kv_heads=2, tie=True), floor=EXACT, out_dtype=I64),
+    # get_batch: 1000 batches of 16 windows of 7 tokens from a uint16 token file of 72 distinct ids
+    # (np.memmap), seeded; the output is 1 for each check of adapters.GET_BATCH_CHECKS that holds
+    # (exact: a correct get_batch fails one with probability < 1e-6)
+    Case("get_batch", "get_batch", "run_get_batch_checks", 40, get_batch_case(72, 16, 7, 1000), floor=EXACT, out_dtype=I64),
+    # checkpoint: 6 AdamW steps, save to a path, load into a fresh model and optimizer, 4 more steps
+    Case("checkpoint", "checkpoint", "run_checkpoint_resume", 41, checkpoint_case({"w": (8, 6), "b": (6,)}, 10, 6),
+         floor=2.3e-7),
     # tensor parallelism at world size 2 (each case starts a group of processes). witness: square
     # weights, so a shard taken along the wrong axis still loads and gives a wrong output
     Case("parallel_column", "parallel", "run_column_parallel_linear", 60, parallel_column_case(B, 64, 64, 2),
@@ -306,6 +315,26 @@ HIDDEN_CASES = [
            floor=2.7e-7),
     hidden("parallel_ffn_bf16", "parallel", "run_parallel_swiglu", 1205, parallel_ffn_case((4, 6), 24, 64, 2),
            floor=1.1e-2, dtype=BF16),
+]
+
+HIDDEN_CASES += [
+    # get_batch: one valid start only (context_length = len - 1); int32 token file of large ids with a
+    # long context; batches of one row
+    hidden("get_batch_one_start", "get_batch", "run_get_batch_checks", 1161, get_batch_case(13, 4, 12, 50),
+           floor=EXACT, out_dtype=I64),
+    hidden("get_batch_int32_long_context", "get_batch", "run_get_batch_checks", 1162,
+           get_batch_case(300, 5, 64, 1500, vocab_size=1 << 20, token_dtype="int32"), floor=EXACT, out_dtype=I64),
+    hidden("get_batch_rows_of_one", "get_batch", "run_get_batch_checks", 1163, get_batch_case(40, 1, 3, 3000),
+           floor=EXACT, out_dtype=I64),
+    # checkpoint: an in-memory file object, float64; saved before any step (empty optimizer state);
+    # saved one step before the end, a 3-D parameter
+    hidden("checkpoint_file_object_f64", "checkpoint", "run_checkpoint_resume", 1171,
+           checkpoint_case({"w1": (5, 7), "w2": (7, 3), "g": (3,)}, 9, 3, to="file"), floor=0.0,
+           dtype=torch.float64),
+    hidden("checkpoint_before_any_step", "checkpoint", "run_checkpoint_resume", 1172,
+           checkpoint_case({"w": (4, 4)}, 5, 0, lr=3e-2), floor=1.2e-7),
+    hidden("checkpoint_one_step_left", "checkpoint", "run_checkpoint_resume", 1173,
+           checkpoint_case({"t": (3, 4, 5), "b": (5,)}, 8, 7, lr=5e-2, weight_decay=0.01), floor=1.7e-7),
 ]
 
 CASES = PUBLIC_CASES + HIDDEN_CASES

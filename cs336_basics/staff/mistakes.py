@@ -972,6 +972,10 @@ MISTAKES += [
             diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)"),
 ]
 
+from cs336_basics.staff.mistakes_data import DATA_MISTAKES, DATA_VARIANTS  # noqa: E402 - it imports Mistake from here
+
+MISTAKES += DATA_MISTAKES
+
 VARIANTS = [
     Variant("linear-matmul", F, "linear", linear_matmul),
     Variant("silu-exp_division", F, "silu", silu_exp_division),
@@ -983,4 +987,5 @@ VARIANTS = [
     Variant("rope-complex_multiplication", F, "rope", rope_complex_multiplication),
     Variant("mha-repeat_kv", F, "grouped_query_attention", gqa_repeat_kv),
     Variant("generate-without_cache", generation, "generate", generate_recomputing_everything),
+    *DATA_VARIANTS,
 ]

@@ -1,0 +1,111 @@
+"""The mistake catalogue's entries for get_batch and the checkpoint (appended to
+mistakes.MISTAKES). Their graded cases are scenarios (tests/adapters.py: run_get_batch_checks,
+run_checkpoint_resume) whose output records behaviour, so these behaviours are named by the
+output's fingerprint like any wrong value: which checks of a batch fail, or the parameters and
+iteration a resumed training ends with."""
+
+import copy
+
+import numpy as np
+import torch
+
+import cs336_basics.data as data
+import cs336_basics.serialization as serialization
+from cs336_basics.staff.mistakes import Mistake, Variant
+
+
+def _windows(dataset, starts, context_length, device):
+    positions = np.asarray(starts)[:, None] + np.arange(context_length + 1)
+    return torch.from_numpy(np.asarray(dataset[positions], dtype=np.int64)).to(device)
+
+
+def get_batch_never_last_window(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length - 1, (batch_size,), generator=generator)  # one start short
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, 1:]
+
+
+def get_batch_never_first_window(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(1, len(dataset) - context_length, (batch_size,), generator=generator)  # counts from 1
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, 1:]
+
+
+def get_batch_targets_not_shifted(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, :-1].clone()  # y = x
+
+
+def get_batch_one_window_per_batch(dataset, batch_size, context_length, device, generator=None):
+    start = torch.randint(0, len(dataset) - context_length, (1,), generator=generator)
+    w = _windows(dataset, start.numpy().repeat(batch_size), context_length, device)  # the same window in every row
+    return w[:, :-1], w[:, 1:]
+
+
+def get_batch_keeps_token_dtype(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = torch.from_numpy(np.asarray(dataset[starts.numpy()[:, None] + np.arange(context_length + 1)])).to(device)
+    return w[:, :-1], w[:, 1:]  # uint16 or int32 like the token file, not torch.long
+
+
+def save_checkpoint_without_optimizer_state(model, optimizer, iteration, out):
+    optimizer_state = {"state": {}, "param_groups": optimizer.state_dict()["param_groups"]}  # hyper-parameters only
+    serialization.write_checkpoint({"model": model.state_dict(), "optimizer": optimizer_state, "iteration": iteration}, out)
+
+
+def load_checkpoint_iteration_zero(src, model, optimizer):
+    state = serialization.read_checkpoint(src)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return 0  # the iteration is not restored
+
+
+def load_checkpoint_into_a_copy(src, model, optimizer):
+    state = serialization.read_checkpoint(src)
+    model = copy.deepcopy(model)  # rebinding the name: the caller's model keeps its old parameters
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return state["iteration"]
+
+
+def load_checkpoint_skips_optimizer(src, model, optimizer):
+    state = serialization.read_checkpoint(src)
+    model.load_state_dict(state["model"])
+    return state["iteration"]  # the optimizer's moments and step count start again from zero
+
+
+def get_batch_numpy_slices(dataset, batch_size, context_length, device, generator=None):
+    """Correct, written otherwise: NumPy's global generator and one slice per row."""
+    starts = np.random.randint(0, len(dataset) - context_length, size=batch_size)
+    rows = np.stack([np.asarray(dataset[s : s + context_length + 1], dtype=np.int64) for s in starts])
+    return torch.tensor(rows[:, :-1], device=device), torch.tensor(rows[:, 1:], device=device)
+
+
+DATA_MISTAKES = [
+    Mistake("get_batch-never_last_window", data, "get_batch", get_batch_never_last_window,
+            diagnosis="get_batch drawing starts from 0 .. len(dataset) - context_length - 2 (the last window is never "
+                      "drawn: randint's upper bound is exclusive)"),
+    Mistake("get_batch-never_first_window", data, "get_batch", get_batch_never_first_window,
+            diagnosis="get_batch drawing starts from 1, never 0"),
+    Mistake("get_batch-targets_not_shifted", data, "get_batch", get_batch_targets_not_shifted,
+            diagnosis="get_batch returning the inputs as the targets (not moved on by one token)"),
+    Mistake("get_batch-one_window_per_batch", data, "get_batch", get_batch_one_window_per_batch,
+            diagnosis="get_batch drawing one start per batch and repeating its window in every row"),
+    Mistake("get_batch-keeps_token_dtype", data, "get_batch", get_batch_keeps_token_dtype,
+            diagnosis="get_batch returning the token file's dtype (uint16 or int32) instead of torch.long"),
+    Mistake("checkpoint-optimizer_state_not_saved", serialization, "save_checkpoint", save_checkpoint_without_optimizer_state,
+            diagnosis="save_checkpoint keeping the optimizer's hyper-parameters but not its state (AdamW's moments and "
+                      "step count restart at zero)"),
+    Mistake("checkpoint-optimizer_not_loaded", serialization, "load_checkpoint", load_checkpoint_skips_optimizer,
+            diagnosis="load_checkpoint restoring the model but not the optimizer (AdamW's moments and step count "
+                      "restart at zero)"),
+    Mistake("checkpoint-iteration_not_restored", serialization, "load_checkpoint", load_checkpoint_iteration_zero,
+            diagnosis="load_checkpoint returning 0 instead of the stored iteration"),
+    Mistake("checkpoint-model_loaded_into_a_copy", serialization, "load_checkpoint", load_checkpoint_into_a_copy,
+            diagnosis="load_checkpoint loading the weights into a new model object, not into the model it was given"),
+]
+
+DATA_VARIANTS = [
+    Variant("get_batch-numpy_slices", data, "get_batch", get_batch_numpy_slices),
+]
