@@ -43,12 +43,12 @@ def get_batch(
     device: str | torch.device,
     generator: torch.Generator | None = None,
 ) -> tuple[Int[Tensor, "batch_size context_length"], Int[Tensor, "batch_size context_length"]]:
-    """batch_size windows of the 1-D token array `dataset`, each starting at an index drawn
-    uniformly from the len(dataset) - context_length valid starts (0 .. len - context_length - 1):
-    inputs x[b] = dataset[s_b : s_b + context_length] and targets y[b] = dataset[s_b + 1 : s_b +
-    context_length + 1], both int64 (torch.long) on `device`. Only the sampled tokens are read, so
-    an np.memmap of a token file stays on disk. `generator` (a CPU torch.Generator) draws the
-    starts; None uses torch's global generator (torch.manual_seed)."""
+    """batch_size random windows of the 1-D token array `dataset`: inputs x[b] = dataset[s_b :
+    s_b + context_length] and next-token targets y[b] = dataset[s_b + 1 : s_b + context_length + 1],
+    both int64 (torch.long) on `device`, with each start s_b drawn uniformly from the
+    len(dataset) - context_length valid ones, 0 to len(dataset) - context_length - 1. Only the
+    sampled tokens are read, so an np.memmap of a token file stays on disk. `generator` (a CPU
+    torch.Generator) draws the starts; None uses torch's global generator (torch.manual_seed)."""
     _check_get_batch_args(dataset, batch_size, context_length)
     device = checked_device(device)
     # BEGIN SOLUTION

@@ -71,9 +71,9 @@ def read_checkpoint(src: Destination) -> dict:
 
 
 def save_checkpoint(model: torch.nn.Module, optimizer: torch.optim.Optimizer, iteration: int, out: Destination) -> None:
-    """Write model.state_dict(), optimizer.state_dict() (its per-parameter state, e.g. AdamW's
-    moments and step count, and its hyper-parameters) and `iteration` to `out` (a path or a binary
-    file object) with write_checkpoint."""
+    """Write model.state_dict(), optimizer.state_dict() and `iteration` to `out` (a path or a
+    binary file object) with write_checkpoint. The optimizer's state_dict holds its hyper-parameters
+    and its per-parameter state (for AdamW the moments and the step count)."""
     if not isinstance(iteration, numbers.Integral) or isinstance(iteration, bool) or iteration < 0:
         raise ValueError(f"iteration must be an integer >= 0, got {iteration!r}")
     # BEGIN SOLUTION
