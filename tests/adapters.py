@@ -5,8 +5,10 @@ block: of its input), load the given weights strictly (through
 `cs336_basics.nn.convert.load_state_dict`) and call it.
 """
 
+import ctypes
 import io
 import math
+import mmap
 import os
 import random
 import tempfile
@@ -335,8 +337,41 @@ GET_BATCH_CHECKS = ("shape (batch_size, context_length), dtype torch.long, on th
                     "no batch repeats one window in every row",
                     "the first start (0) is drawn",
                     "the last start (len(dataset) - context_length - 1) is drawn",
-                    "every start is drawn a number of times within its binomial bounds")
+                    "every start is drawn a number of times within its binomial bounds",
+                    "one call reads less than half of a 12 MB token file (np.memmap pages resident after it)")
 GET_BATCH_FALSE_FAILURE = 1e-6  # the bounds' share; see binomial_bounds
+MEMMAP_BYTES = 12 << 20  # the sparse token file of the last check: under the grader worker's 16 MB /tmp
+
+
+def resident_fraction(array: np.memmap) -> float | None:
+    """The share of the memory-mapped file's pages in memory (mincore(2), Linux and macOS), or
+    None where that cannot be asked."""
+    try:
+        mincore = ctypes.CDLL(None, use_errno=True).mincore
+    except (AttributeError, OSError):
+        return None
+    pages = (array.nbytes + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    if mincore(ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(array.nbytes), vec) != 0:
+        return None
+    return float((np.frombuffer(vec, dtype=np.uint8) & 1).mean())
+
+
+def reads_little_of_a_memmap(directory: str, context_length: int, token_dtype: str = "uint16") -> bool:
+    """One run_get_batch call of one row on a fresh sparse token file of MEMMAP_BYTES (zeros, no
+    page in memory yet, read-ahead off) leaves less than half of its pages resident. True where
+    residency cannot be measured (mincore missing, or pages resident before the call)."""
+    path = os.path.join(directory, "sparse_tokens.bin")
+    with open(path, "wb") as f:
+        f.truncate(MEMMAP_BYTES)
+    tokens = np.memmap(path, dtype=token_dtype, mode="r")
+    if hasattr(mmap, "MADV_RANDOM") and hasattr(tokens._mmap, "madvise"):
+        tokens._mmap.madvise(mmap.MADV_RANDOM)  # no read-ahead: a fault reads its own page (8 MB ahead otherwise)
+    before = resident_fraction(tokens)
+    if before is None or before > 0:
+        return True
+    run_get_batch(tokens, 1, context_length, "cpu")
+    return resident_fraction(tokens) < 0.5
 
 
 def _seed_globals(seed: int) -> tuple:
@@ -370,9 +405,10 @@ def binomial_bounds(n: int, p: float, alpha: float) -> tuple[int, int]:
 
 
 def get_batch_checks(tokens: np.ndarray, batches: list, batch_size: int, context_length: int,
-                     device: str = "cpu") -> Int[Tensor, " 7"]:
+                     device: str = "cpu", reads_little: bool = True) -> Int[Tensor, " 8"]:
     """1 or 0 for each of GET_BATCH_CHECKS over `batches` [(x, y), ...] drawn from `tokens`, a
-    1-D array of distinct token ids (so a row's first token names its start). The start counts
+    1-D array of distinct token ids (so a row's first token names its start); the last check is
+    `reads_little` (reads_little_of_a_memmap). The start counts
     are bounded per start at GET_BATCH_FALSE_FAILURE / (number of starts): a correct get_batch
     fails that check with probability at most GET_BATCH_FALSE_FAILURE (union bound)."""
     tokens = np.asarray(tokens, dtype=np.int64)
@@ -395,15 +431,17 @@ def get_batch_checks(tokens: np.ndarray, batches: list, batch_size: int, context
         differ = differ and (batch_size == 1 or starts == 1 or len({r.tobytes() for r in x}) > 1)
         np.add.at(counts, s[real], 1)
     lo, hi = binomial_bounds(int(counts.sum()), 1 / starts, GET_BATCH_FALSE_FAILURE / starts) if counts.sum() else (1, 0)
-    checks = (form, windows, targets, differ, counts[0] > 0, counts[-1] > 0, bool(((counts >= lo) & (counts <= hi)).all()))
+    checks = (form, windows, targets, differ, counts[0] > 0, counts[-1] > 0, bool(((counts >= lo) & (counts <= hi)).all()),
+              reads_little)
     return torch.tensor([int(c) for c in checks], dtype=torch.long)
 
 
 def run_get_batch_checks(dataset: Int[Tensor, " n"], batch_size: int, context_length: int, num_batches: int,
-                         seed: int, token_dtype: str = "uint16") -> Int[Tensor, " 7"]:
+                         seed: int, token_dtype: str = "uint16") -> Int[Tensor, " 8"]:
     """Beyond CS336: writes `dataset` (distinct token ids) to a token file of `token_dtype`,
     opens it with np.memmap, calls run_get_batch num_batches times on it (global generators
-    seeded with `seed`) and returns get_batch_checks of the batches."""
+    seeded with `seed`) and returns get_batch_checks of the batches, the last check from
+    reads_little_of_a_memmap."""
     saved = _seed_globals(seed)
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -412,9 +450,10 @@ def run_get_batch_checks(dataset: Int[Tensor, " n"], batch_size: int, context_le
             tokens = np.memmap(path, dtype=token_dtype, mode="r")
             batches = [run_get_batch(tokens, batch_size, context_length, "cpu") for _ in range(num_batches)]
             del tokens
+            reads_little = reads_little_of_a_memmap(tmp, context_length, token_dtype)
     finally:
         _restore_globals(saved)
-    return get_batch_checks(dataset.numpy(), batches, batch_size, context_length)
+    return get_batch_checks(dataset.numpy(), batches, batch_size, context_length, reads_little=reads_little)
 
 
 def _adamw_run(weights: dict[str, Tensor], lr: float, weight_decay: float) -> tuple[torch.nn.ParameterDict, torch.optim.AdamW]:

@@ -14,7 +14,15 @@ import torch
 from cs336_basics.data import get_batch
 from cs336_basics.fixture_io import fixture_names
 
-from .adapters import GET_BATCH_CHECKS, binomial_bounds, get_batch_checks, run_get_batch, run_get_batch_checks
+from .adapters import (
+    GET_BATCH_CHECKS,
+    binomial_bounds,
+    get_batch_checks,
+    reads_little_of_a_memmap,
+    resident_fraction,
+    run_get_batch,
+    run_get_batch_checks,
+)
 
 TOKENS = np.random.default_rng(0).choice(50_000, size=60, replace=False)  # distinct ids: a row's first token is its start
 
@@ -83,6 +91,23 @@ def test_get_batch_reads_a_uint16_memmap(tmp_path):
     TOKENS.astype(np.uint16).tofile(path)
     found = get_batch_checks(TOKENS, batches(50, tokens=np.memmap(path, dtype=np.uint16, mode="r")), 8, 5)
     assert found[:4].tolist() == [1, 1, 1, 1], failed_checks(found)
+
+
+def test_get_batch_reads_only_the_sampled_tokens_of_a_memmap(tmp_path):
+    # a 12 MB sparse token file: one row's call may bring in a page or two, not half the file
+    assert reads_little_of_a_memmap(str(tmp_path), 5)
+
+
+def test_get_batch_memmap_residency_is_measurable_here(tmp_path):
+    # the check above says True where it cannot measure; show that it measures on this machine
+    path = tmp_path / "zeros.bin"
+    with open(path, "wb") as f:
+        f.truncate(1 << 20)
+    tokens = np.memmap(path, dtype=np.uint16, mode="r")
+    if resident_fraction(tokens) is None:
+        pytest.skip("mincore(2) is not available on this system")
+    np.array(tokens)  # reads every page
+    assert resident_fraction(tokens) == 1.0
 
 
 def test_get_batch_unavailable_device_raises_clear_error():

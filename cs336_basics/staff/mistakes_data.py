@@ -2,7 +2,8 @@
 mistakes.MISTAKES). Their graded cases are scenarios (tests/adapters.py: run_get_batch_checks,
 run_checkpoint_resume) whose output records behaviour, so these behaviours are named by the
 output's fingerprint like any wrong value: which checks of a batch fail, or the parameters and
-iteration a resumed training ends with."""
+iteration a resumed training ends with. Import it through mistakes.py (MISTAKES, VARIANTS), which
+imports this module at its end."""
 
 import copy
 
@@ -47,6 +48,13 @@ def get_batch_keeps_token_dtype(dataset, batch_size, context_length, device, gen
     starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
     w = torch.from_numpy(np.asarray(dataset[starts.numpy()[:, None] + np.arange(context_length + 1)])).to(device)
     return w[:, :-1], w[:, 1:]  # uint16 or int32 like the token file, not torch.long
+
+
+def get_batch_reads_whole_file(dataset, batch_size, context_length, device, generator=None):
+    tokens = np.array(dataset)  # a copy of the whole token file in memory
+    starts = torch.randint(0, len(tokens) - context_length, (batch_size,), generator=generator)
+    w = _windows(tokens, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, 1:]
 
 
 def save_checkpoint_without_optimizer_state(model, optimizer, iteration, out):
@@ -94,6 +102,8 @@ DATA_MISTAKES = [
             diagnosis="get_batch drawing one start per batch and repeating its window in every row"),
     Mistake("get_batch-keeps_token_dtype", data, "get_batch", get_batch_keeps_token_dtype,
             diagnosis="get_batch returning the token file's dtype (uint16 or int32) instead of torch.long"),
+    Mistake("get_batch-reads_whole_file", data, "get_batch", get_batch_reads_whole_file,
+            diagnosis="get_batch copying the whole token file into memory (np.array(dataset)) to take a few windows"),
     Mistake("checkpoint-optimizer_state_not_saved", serialization, "save_checkpoint", save_checkpoint_without_optimizer_state,
             diagnosis="save_checkpoint keeping the optimizer's hyper-parameters but not its state (AdamW's moments and "
                       "step count restart at zero)"),
