@@ -5,5 +5,6 @@ COMPONENTS = (
     "linear", "embedding", "silu", "gelu", "softmax", "rmsnorm", "layernorm", "swiglu", "positionwise_ffn", "ffn_block",
     "attention", "rope", "mha", "block", "lm", "generate",
     "cross_entropy", "adamw", "lr_schedule", "gradient_clipping",
+    "get_batch", "checkpoint",
     "parallel",
 )

@@ -100,6 +100,9 @@ BANNED = MappingProxyType({
     "adamw": _ANYWHERE | _ADAMW,
     "lr_schedule": _ANYWHERE,  # Python arithmetic: no built-in computes it
     "gradient_clipping": _ANYWHERE | _CLIPPING,
+    # no built-in samples batches or writes checkpoints (torch.save and torch.load are tools)
+    "get_batch": _ANYWHERE,
+    "checkpoint": _ANYWHERE,
     # Recorded in the process that calls the adapter only: the ranks it starts are other
     # processes, and what they call is not seen (PyTorch's DTensor tensor parallelism, the tests'
     # oracle, is not a torch function either; tests/test_parallel_layers.py counts collectives).

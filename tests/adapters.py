@@ -8,12 +8,25 @@ block: of its input), load the given weights strictly (through
 from collections.abc import Iterable
 from typing import Any
 
+import ctypes
+import io
+import math
+import mmap
+import os
+import random
+import tempfile
+from typing import IO, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+import cs336_basics.data as data
 import cs336_basics.generate as generation
 from cs336_basics import optim
+import cs336_basics.serialization as serialization
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
@@ -228,6 +241,29 @@ def run_get_lr_cosine_schedule(
     return optim.get_lr_cosine_schedule(it, max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters)
 
 
+def run_get_batch(
+    dataset: npt.NDArray, batch_size: int, context_length: int, device: str
+) -> tuple[Int[Tensor, " batch_size context_length"], Int[Tensor, " batch_size context_length"]]:
+    return data.get_batch(dataset, batch_size, context_length, device)
+
+
+def run_save_checkpoint(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    iteration: int,
+    out: str | os.PathLike | BinaryIO | IO[bytes],
+):
+    serialization.save_checkpoint(model, optimizer, iteration, out)
+
+
+def run_load_checkpoint(
+    src: str | os.PathLike | BinaryIO | IO[bytes],
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+) -> int:
+    return serialization.load_checkpoint(src, model, optimizer)
+
+
 # Beyond CS336 v1.0.2: the rest of this package's components.
 
 
@@ -375,3 +411,165 @@ def run_gradient_clipping_of(
         params.append(w)
     run_gradient_clipping(iter(params) if one_pass else params, max_l2_norm)
     return torch.cat([w.grad.reshape(-1) for w in params if w.grad is not None])
+# Beyond CS336 v1.0.2: the graded scenarios of get_batch and the checkpoint. A batch is random
+# and a checkpoint is a file, so each graded case runs a fixed scenario around the adapters above
+# and returns one tensor: what it observed about the batches, or the parameters training ended
+# with. The grader runs them in its worker on inputs it drew; the expected tensor stays outside.
+
+GET_BATCH_CHECKS = ("shape (batch_size, context_length), dtype torch.long, on the device",
+                    "every input row is context_length consecutive tokens of the dataset",
+                    "every target row is its input row's window moved on by one token",
+                    "no batch repeats one window in every row",
+                    "the first start (0) is drawn",
+                    "the last start (len(dataset) - context_length - 1) is drawn",
+                    "every start is drawn a number of times within its binomial bounds",
+                    "one call reads less than half of a 12 MB token file (np.memmap pages resident after it)")
+GET_BATCH_FALSE_FAILURE = 1e-6  # the bounds' share; see binomial_bounds
+MEMMAP_BYTES = 12 << 20  # the sparse token file of the last check: under the grader worker's 16 MB /tmp
+
+
+def resident_fraction(array: np.memmap) -> float | None:
+    """The share of the memory-mapped file's pages in memory (mincore(2), Linux and macOS), or
+    None where that cannot be asked."""
+    try:
+        mincore = ctypes.CDLL(None, use_errno=True).mincore
+    except (AttributeError, OSError):
+        return None
+    pages = (array.nbytes + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    if mincore(ctypes.c_void_p(array.ctypes.data), ctypes.c_size_t(array.nbytes), vec) != 0:
+        return None
+    return float((np.frombuffer(vec, dtype=np.uint8) & 1).mean())
+
+
+def reads_little_of_a_memmap(directory: str, context_length: int, token_dtype: str = "uint16") -> bool:
+    """One run_get_batch call of one row on a fresh sparse token file of MEMMAP_BYTES (zeros, no
+    page in memory yet, read-ahead off) leaves less than half of its pages resident. True where
+    residency cannot be measured (mincore missing, or pages resident before the call)."""
+    path = os.path.join(directory, "sparse_tokens.bin")
+    with open(path, "wb") as f:
+        f.truncate(MEMMAP_BYTES)
+    tokens = np.memmap(path, dtype=token_dtype, mode="r")
+    if hasattr(mmap, "MADV_RANDOM") and hasattr(tokens._mmap, "madvise"):
+        tokens._mmap.madvise(mmap.MADV_RANDOM)  # no read-ahead: a fault reads its own page (8 MB ahead otherwise)
+    before = resident_fraction(tokens)
+    if before is None or before > 0:
+        return True
+    run_get_batch(tokens, 1, context_length, "cpu")
+    return resident_fraction(tokens) < 0.5
+
+
+def _seed_globals(seed: int) -> tuple:
+    """Seed Python's, NumPy's and torch's global generators, so a get_batch on any of them draws
+    the same batches on every run of a case; returns their states before, for _restore_globals.
+    (Plain functions: the grader's worker accepts only plain functions in this module.)"""
+    saved = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
+    random.seed(seed), np.random.seed(seed % 2**32), torch.manual_seed(seed)
+    return saved
+
+
+def _restore_globals(saved: tuple) -> None:
+    random.setstate(saved[0]), np.random.set_state(saved[1]), torch.random.set_rng_state(saved[2])
+
+
+def binomial_bounds(n: int, p: float, alpha: float) -> tuple[int, int]:
+    """[lo, hi] with P(X < lo) <= alpha / 2 and P(X > hi) <= alpha / 2 for X ~ Binomial(n, p),
+    from the exact probabilities (log-gamma)."""
+    if p >= 1:
+        return n, n
+    logs = [math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
+            for k in range(n + 1)]
+    pmf = [math.exp(v) for v in logs]
+    lo, tail = 0, 0.0
+    while tail + pmf[lo] <= alpha / 2:
+        tail, lo = tail + pmf[lo], lo + 1
+    hi, tail = n, 0.0
+    while tail + pmf[hi] <= alpha / 2:
+        tail, hi = tail + pmf[hi], hi - 1
+    return lo, hi
+
+
+def get_batch_checks(tokens: np.ndarray, batches: list, batch_size: int, context_length: int,
+                     device: str = "cpu", reads_little: bool = True) -> Int[Tensor, " 8"]:
+    """1 or 0 for each of GET_BATCH_CHECKS over `batches` [(x, y), ...] drawn from `tokens`, a
+    1-D array of distinct token ids (so a row's first token names its start); the last check is
+    `reads_little` (reads_little_of_a_memmap). The start counts
+    are bounded per start at GET_BATCH_FALSE_FAILURE / (number of starts): a correct get_batch
+    fails that check with probability at most GET_BATCH_FALSE_FAILURE (union bound)."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    starts = len(tokens) - context_length
+    where = np.full(int(tokens.max()) + 1, -1)
+    where[tokens] = np.arange(len(tokens))
+    counts = np.zeros(starts, dtype=np.int64)
+    form = windows = targets = differ = True
+    for x, y in batches:
+        if not all(isinstance(t, Tensor) and t.dtype == torch.long and tuple(t.shape) == (batch_size, context_length)
+                   and t.device == torch.device(device) for t in (x, y)):
+            form = False
+            continue
+        x, y = x.cpu().numpy(), y.cpu().numpy()
+        s = where[np.clip(x[:, 0], 0, len(where) - 1)]
+        s = np.where((x[:, 0] >= 0) & (x[:, 0] < len(where)) & (s >= 0) & (s < starts), s, -1)
+        real = (s >= 0) & (tokens[np.clip(s, 0, starts - 1)[:, None] + np.arange(context_length)] == x).all(1)
+        shifted = real & (tokens[np.clip(s, 0, starts - 1)[:, None] + 1 + np.arange(context_length)] == y).all(1)
+        windows, targets = windows and bool(real.all()), targets and bool(shifted.all())
+        differ = differ and (batch_size == 1 or starts == 1 or len({r.tobytes() for r in x}) > 1)
+        np.add.at(counts, s[real], 1)
+    lo, hi = binomial_bounds(int(counts.sum()), 1 / starts, GET_BATCH_FALSE_FAILURE / starts) if counts.sum() else (1, 0)
+    checks = (form, windows, targets, differ, counts[0] > 0, counts[-1] > 0, bool(((counts >= lo) & (counts <= hi)).all()),
+              reads_little)
+    return torch.tensor([int(c) for c in checks], dtype=torch.long)
+
+
+def run_get_batch_checks(dataset: Int[Tensor, " n"], batch_size: int, context_length: int, num_batches: int,
+                         seed: int, token_dtype: str = "uint16") -> Int[Tensor, " 8"]:
+    """Beyond CS336: writes `dataset` (distinct token ids) to a token file of `token_dtype`,
+    opens it with np.memmap, calls run_get_batch num_batches times on it (global generators
+    seeded with `seed`) and returns get_batch_checks of the batches, the last check from
+    reads_little_of_a_memmap."""
+    saved = _seed_globals(seed)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tokens.bin")
+            dataset.numpy().astype(token_dtype).tofile(path)
+            tokens = np.memmap(path, dtype=token_dtype, mode="r")
+            batches = [run_get_batch(tokens, batch_size, context_length, "cpu") for _ in range(num_batches)]
+            del tokens
+            reads_little = reads_little_of_a_memmap(tmp, context_length, token_dtype)
+    finally:
+        _restore_globals(saved)
+    return get_batch_checks(dataset.numpy(), batches, batch_size, context_length, reads_little=reads_little)
+
+
+def _adamw_run(weights: dict[str, Tensor], lr: float, weight_decay: float) -> tuple[torch.nn.ParameterDict, torch.optim.AdamW]:
+    model = torch.nn.ParameterDict({k: torch.nn.Parameter(weights[k].clone()) for k in sorted(weights)})
+    return model, torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+
+
+def _adamw_steps(model: torch.nn.ParameterDict, optimizer: torch.optim.Optimizer, gradients: dict[str, Tensor], steps: range):
+    for k in steps:
+        for name, p in model.items():
+            p.grad = gradients[name][k].clone()
+        optimizer.step()
+
+
+def run_checkpoint_resume(weights: dict[str, Tensor], gradients: dict[str, Tensor], steps_before: int, lr: float,
+                          weight_decay: float, to: str = "path") -> Float[Tensor, " n"]:
+    """Beyond CS336: torch.optim.AdamW on a model holding `weights`, given gradients[name][k] at
+    step k: steps_before steps, run_save_checkpoint to a path (`to="path"`) or an in-memory file
+    object (`to="file"`), run_load_checkpoint into a fresh model (all zeros) and a fresh AdamW,
+    then the remaining steps. Returns the iteration the load returned, then every parameter
+    (names sorted) flattened, in the weights' dtype: the same as training without the stop."""
+    total = next(iter(gradients.values())).shape[0]
+    model, optimizer = _adamw_run(weights, lr, weight_decay)
+    _adamw_steps(model, optimizer, gradients, range(steps_before))
+    fresh, fresh_optimizer = _adamw_run({k: torch.zeros_like(v) for k, v in weights.items()}, lr, weight_decay)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "checkpoint.pt") if to == "path" else io.BytesIO()
+        run_save_checkpoint(model, optimizer, steps_before, out)
+        if to != "path":
+            out.seek(0)
+        iteration = run_load_checkpoint(out, fresh, fresh_optimizer)
+    _adamw_steps(fresh, fresh_optimizer, gradients, range(steps_before, total))
+    dtype = next(iter(weights.values())).dtype
+    return torch.cat([torch.tensor([iteration], dtype=dtype), *(p.detach().reshape(-1) for p in fresh.values())])

@@ -9,6 +9,9 @@ import jaxtyping
 import pytest
 import torch
 
+import numpy as np
+
+from cs336_basics.data import get_batch
 from cs336_basics.generate import generate
 from cs336_basics.nn import (
     Embedding,
@@ -25,6 +28,7 @@ from cs336_basics.nn import (
 )
 from cs336_basics.nn import functional as F
 from cs336_basics.optim import AdamW, get_lr_cosine_schedule, gradient_clipping
+from cs336_basics.serialization import save_checkpoint
 
 from .adapters import _loaded, run_embedding, run_linear, run_rmsnorm, run_swiglu
 
@@ -149,6 +153,22 @@ CASES = [
      r"need 0 <= min_learning_rate <= max_learning_rate, got min_learning_rate=0.001, max_learning_rate=0.0001"),
     ("gradient_clipping-max_zero", lambda: gradient_clipping([with_grad(3)], 0.0), ValueError,
      r"max_l2_norm must be > 0, got 0.0"),
+    ("get_batch-dataset_2d", lambda: get_batch(np.zeros((4, 10), dtype=np.int64), 2, 3, "cpu"), ValueError,
+     r"dataset must be 1-D with an integer dtype, got shape \(4, 10\) and dtype int64"),
+    ("get_batch-dataset_float", lambda: get_batch(np.zeros(10), 2, 3, "cpu"), ValueError,
+     r"dataset must be 1-D with an integer dtype, got shape \(10,\) and dtype float64"),
+    ("get_batch-dataset_a_list", lambda: get_batch(list(range(10)), 2, 3, "cpu"), TypeError,
+     r"dataset must be a 1-D NumPy array of token ids \(np.memmap works\), got list"),
+    ("get_batch-dataset_shorter_than_context", lambda: get_batch(np.arange(5), 2, 5, "cpu"), ValueError,
+     r"dataset must hold at least context_length \+ 1 = 6 tokens \(inputs and their next-token targets\), got 5"),
+    ("get_batch-batch_size_zero", lambda: get_batch(np.arange(10), 0, 3, "cpu"), ValueError,
+     r"batch_size must be a positive integer, got 0"),
+    ("get_batch-context_length_float", lambda: get_batch(np.arange(10), 2, 3.0, "cpu"), ValueError,
+     r"context_length must be a positive integer, got 3.0"),
+    ("get_batch-unknown_device", lambda: get_batch(np.arange(10), 2, 3, "tpu"), RuntimeError,
+     r"device='tpu' is not available here \(.*tpu.*\)"),
+    ("checkpoint-iteration_negative", lambda: save_checkpoint(Linear(2, 2), torch.optim.SGD(Linear(2, 2).parameters()), -1, "x.pt"),
+     ValueError, r"iteration must be an integer >= 0, got -1"),
 ]
 
 

@@ -376,3 +376,26 @@ def gradient_clipping_case(shapes: dict[str, tuple[int, ...]], max_l2_norm: floa
         return dict(grads=grads, max_l2_norm=max_l2_norm, params_without_grad=params_without_grad, one_pass=one_pass)
 
     return make
+
+
+def get_batch_case(num_tokens: int, batch_size: int, context_length: int, num_batches: int, vocab_size: int = 65536,
+                   token_dtype: str = "uint16") -> Make:
+    """A token stream of distinct ids (a row's first token names its start; not arange, so
+    targets = inputs + 1 is wrong) and a seed for the global generators (adapters.run_get_batch_checks)."""
+
+    def make(rng):
+        ids = rng.choice(vocab_size, size=num_tokens, replace=False).astype(np.int64)
+        return dict(dataset=torch.from_numpy(ids), batch_size=batch_size, context_length=context_length,
+                    num_batches=num_batches, seed=int(rng.integers(2**31)), token_dtype=token_dtype)
+
+    return make
+
+
+def checkpoint_case(shapes: dict[str, tuple[int, ...]], steps: int, steps_before: int, lr: float = 1e-2,
+                    weight_decay: float = 0.1, to: str = "path") -> Make:
+    """Weights and one gradient per AdamW step for each (adapters.run_checkpoint_resume)."""
+
+    def make(rng):
+        weights = {name: randn(rng, *shape) for name, shape in shapes.items()}
+        gradients = {name: randn(rng, steps, *shape) for name, shape in shapes.items()}
+        return dict(weights=weights, gradients=gradients, steps_before=steps_before, lr=lr, weight_decay=weight_decay, to=to)

@@ -28,11 +28,13 @@ from cs336_basics.staff.builders import (
     attention_case,
     block_case,
     cross_entropy_case,
+    checkpoint_case,
     edited,
     embedding_case,
     ffn_block_case,
     generate_case,
     gradient_clipping_case,
+    get_batch_case,
     layernorm_case,
     linear_case,
     lm_case,
@@ -222,6 +224,14 @@ PUBLIC_CASES = [
     Case("gradient_clipping_one_pass_no_grad", "gradient_clipping", "run_gradient_clipping_of", 86,
          gradient_clipping_case({"a": (3, 3), "b": (5,), "c": (2, 2)}, 0.5, 2.0, params_without_grad=2, one_pass=True),
          floor=1.3e-7),
+    # get_batch: 400 batches of 40 windows of 7 tokens from a uint16 token file of 72 distinct ids
+    # (np.memmap), seeded; the output is 1 for each check of adapters.GET_BATCH_CHECKS that holds
+    # (exact: a correct get_batch fails one with probability < 1e-6). witness: one window repeated
+    # in every row lumps the counts of its 65 starts into multiples of 40, beyond their bounds
+    Case("get_batch", "get_batch", "run_get_batch_checks", 40, get_batch_case(72, 40, 7, 400), floor=EXACT, out_dtype=I64),
+    # checkpoint: 6 AdamW steps, save to a path, load into a fresh model and optimizer, 4 more steps
+    Case("checkpoint", "checkpoint", "run_checkpoint_resume", 41, checkpoint_case({"w": (8, 6), "b": (6,)}, 10, 6),
+         floor=2.3e-7),
     # tensor parallelism at world size 2 (each case starts a group of processes). witness: square
     # weights, so a shard taken along the wrong axis still loads and gives a wrong output
     Case("parallel_column", "parallel", "run_column_parallel_linear", 60, parallel_column_case(B, 64, 64, 2),
@@ -374,6 +384,26 @@ HIDDEN_CASES = [
            floor=2.7e-7),
     hidden("parallel_ffn_bf16", "parallel", "run_parallel_swiglu", 1205, parallel_ffn_case((4, 6), 24, 64, 2),
            floor=1.1e-2, dtype=BF16),
+]
+
+HIDDEN_CASES += [
+    # get_batch: one valid start only (context_length = len - 1); int32 token file of large ids with a
+    # long context; batches of one row
+    hidden("get_batch_one_start", "get_batch", "run_get_batch_checks", 1161, get_batch_case(13, 4, 12, 50),
+           floor=EXACT, out_dtype=I64),
+    hidden("get_batch_int32_long_context", "get_batch", "run_get_batch_checks", 1162,
+           get_batch_case(300, 12, 64, 400, vocab_size=1 << 20, token_dtype="int32"), floor=EXACT, out_dtype=I64),
+    hidden("get_batch_rows_of_one", "get_batch", "run_get_batch_checks", 1163, get_batch_case(20, 1, 3, 600),
+           floor=EXACT, out_dtype=I64),
+    # checkpoint: an in-memory file object, float64; saved before any step (empty optimizer state);
+    # saved one step before the end, a 3-D parameter
+    hidden("checkpoint_file_object_f64", "checkpoint", "run_checkpoint_resume", 1171,
+           checkpoint_case({"w1": (5, 7), "w2": (7, 3), "g": (3,)}, 9, 3, to="file"), floor=0.0,
+           dtype=torch.float64),
+    hidden("checkpoint_before_any_step", "checkpoint", "run_checkpoint_resume", 1172,
+           checkpoint_case({"w": (4, 4)}, 5, 0, lr=3e-2), floor=1.2e-7),
+    hidden("checkpoint_one_step_left", "checkpoint", "run_checkpoint_resume", 1173,
+           checkpoint_case({"t": (3, 4, 5), "b": (5,)}, 8, 7, lr=5e-2, weight_decay=0.01), floor=1.7e-7),
 ]
 
 CASES = PUBLIC_CASES + HIDDEN_CASES

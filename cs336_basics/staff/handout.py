@@ -83,6 +83,8 @@ ALIASES = {
     "multihead": "mha",  # functional.multihead_self_attention, MultiHeadSelfAttention
     "transformerblock": "block",
     "transformerlm": "lm",
+    "savecheckpoint": "checkpoint",
+    "loadcheckpoint": "checkpoint",
 }
 
 
@@ -93,7 +95,8 @@ def _component(qualname: str, path: Path | None = None) -> str | None:
     are called."""
     if path is not None and path.parent.name in COMPONENTS:
         return path.parent.name
-    name = qualname.removeprefix("functional.").split(".")[0].lower().replace("_", "")
+    name = qualname.removeprefix("functional.").removeprefix(f"{path.stem}." if path else "")
+    name = name.split(".")[0].lower().replace("_", "")
     names = {c.replace("_", ""): c for c in COMPONENTS} | ALIASES
     found = [key for key in names if name.startswith(key)]
     return names[max(found, key=len)] if found else None
