@@ -4,5 +4,6 @@
 COMPONENTS = (
     "linear", "embedding", "silu", "gelu", "softmax", "rmsnorm", "layernorm", "swiglu", "positionwise_ffn", "ffn_block",
     "attention", "rope", "mha", "block", "lm", "generate",
+    "train_bpe", "tokenizer",
     "parallel",
 )

@@ -5,11 +5,18 @@ block: of its input), load the given weights strictly (through
 `cs336_basics.nn.convert.load_state_dict`) and call it.
 """
 
+import os
+import tempfile
+from typing import Any
+
 import torch
-from jaxtyping import Bool, Float, Int
+from jaxtyping import Bool, Float, Int, UInt8
 from torch import Tensor
 
 import cs336_basics.generate as generation
+import cs336_basics.tokenizer.tensors as bpe_tensors
+import cs336_basics.tokenizer.tokenizer as bpe_tokenizer
+import cs336_basics.tokenizer.train_bpe as bpe_training
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
@@ -288,3 +295,80 @@ def run_parallel_swiglu(
 ) -> Float[Tensor, " ... d_model"]:
     weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
     return launch.run_sharded(launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size)
+
+
+# Byte-level BPE (CS336 v1.0.2's adapters).
+
+
+def run_train_bpe(
+    input_path: str | os.PathLike,
+    vocab_size: int,
+    special_tokens: list[str],
+    **kwargs,
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    return bpe_training.train_bpe(input_path, vocab_size, special_tokens, **kwargs)
+
+
+def get_tokenizer(
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    special_tokens: list[str] | None = None,
+) -> Any:
+    return bpe_tokenizer.Tokenizer(vocab, merges, special_tokens)
+
+
+# Beyond CS336: the same two on tensors (the fixture cases' inputs and outputs; encodings in
+# cs336_basics/tokenizer/tensors.py).
+
+
+def run_train_bpe_on_text(
+    corpus: UInt8[Tensor, " n_bytes"], vocab_size: int, special_tokens: list[str]
+) -> Int[Tensor, " vocab_size_plus_1 3"]:
+    """run_train_bpe on a file holding `corpus` (UTF-8), its result as bpe_tensors.bpe_table."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.txt")
+        with open(path, "wb") as f:
+            f.write(bpe_tensors.tensor_to_bytes(corpus))
+        vocab, merges = run_train_bpe(path, vocab_size, special_tokens)
+    return bpe_tensors.bpe_table(vocab, merges, special_tokens, vocab_size)
+
+
+def _tokenizer(token_bytes: Tensor, token_offsets: Tensor, merges: Tensor, special_tokens: list[str] | None) -> Any:
+    vocab = bpe_tensors.tensors_to_vocab(token_bytes, token_offsets)
+    return get_tokenizer(vocab, bpe_tensors.tensor_to_merges(merges, vocab), special_tokens)
+
+
+def run_tokenizer_encode(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    text: UInt8[Tensor, " n_bytes"],
+) -> Int[Tensor, " num_tokens"]:
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    return torch.tensor(tokenizer.encode(bpe_tensors.tensor_to_text(text)), dtype=torch.int64)
+
+
+def run_tokenizer_encode_iterable(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    text: UInt8[Tensor, " n_bytes"],
+) -> Int[Tensor, " num_tokens"]:
+    """encode_iterable over the text's lines (as iterating over a file gives them)."""
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    lines = iter(bpe_tensors.tensor_to_text(text).splitlines(keepends=True))
+    return torch.tensor(list(tokenizer.encode_iterable(lines)), dtype=torch.int64)
+
+
+def run_tokenizer_decode(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    ids: Int[Tensor, " num_tokens"],
+) -> UInt8[Tensor, " n_bytes"]:
+    """decode(ids), as the decoded string's UTF-8 bytes."""
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    return bpe_tensors.text_to_tensor(tokenizer.decode(ids.tolist()))
