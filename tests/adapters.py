@@ -344,9 +344,11 @@ def run_tokenizer_encode(
     merges: Int[Tensor, " num_merges 2"],
     special_tokens: list[str] | None,
     text: UInt8[Tensor, " n_bytes"],
-) -> Int[Tensor, " num_tokens"]:
+) -> Int[Tensor, " n_bytes"]:
+    """encode(text), laid over the text's bytes (bpe_tensors.token_starts)."""
     tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
-    return torch.tensor(tokenizer.encode(bpe_tensors.tensor_to_text(text)), dtype=torch.int64)
+    ids = tokenizer.encode(bpe_tensors.tensor_to_text(text))
+    return bpe_tensors.token_starts(ids, tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
 
 
 def run_tokenizer_encode_iterable(
@@ -355,11 +357,12 @@ def run_tokenizer_encode_iterable(
     merges: Int[Tensor, " num_merges 2"],
     special_tokens: list[str] | None,
     text: UInt8[Tensor, " n_bytes"],
-) -> Int[Tensor, " num_tokens"]:
-    """encode_iterable over the text's lines (as iterating over a file gives them)."""
+) -> Int[Tensor, " n_bytes"]:
+    """encode_iterable over the text's lines (as iterating over a file gives them), laid over the
+    text's bytes (bpe_tensors.token_starts)."""
     tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
     lines = iter(bpe_tensors.tensor_to_text(text).splitlines(keepends=True))
-    return torch.tensor(list(tokenizer.encode_iterable(lines)), dtype=torch.int64)
+    return bpe_tensors.token_starts(list(tokenizer.encode_iterable(lines)), tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
 
 
 def run_tokenizer_decode(
@@ -368,7 +371,8 @@ def run_tokenizer_decode(
     merges: Int[Tensor, " num_merges 2"],
     special_tokens: list[str] | None,
     ids: Int[Tensor, " num_tokens"],
-) -> UInt8[Tensor, " n_bytes"]:
-    """decode(ids), as the decoded string's UTF-8 bytes."""
+) -> Int[Tensor, " n_bytes"]:
+    """decode(ids), as code points padded to the number of bytes decoded (bpe_tensors.code_points)."""
     tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
-    return bpe_tensors.text_to_tensor(tokenizer.decode(ids.tolist()))
+    n_bytes = sum(len(tokenizer.vocab[i]) for i in ids.tolist() if i in tokenizer.vocab)
+    return bpe_tensors.code_points(tokenizer.decode(ids.tolist()), n_bytes)

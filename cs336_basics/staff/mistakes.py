@@ -984,3 +984,7 @@ VARIANTS = [
     Variant("mha-repeat_kv", F, "grouped_query_attention", gqa_repeat_kv),
     Variant("generate-without_cache", generation, "generate", generate_recomputing_everything),
 ]
+
+from cs336_basics.staff.mistakes_tokenizer import BPE_MISTAKES  # noqa: E402 (it imports Mistake from here)
+
+MISTAKES += BPE_MISTAKES

@@ -7,7 +7,9 @@ tokens. Everything comes from NumPy's PCG64 stream, so every machine draws the s
 
 Witnesses, in every text: documents start with "Once" and end with a word right before the
 special token, so merging across a special token (`... lo<|endoftext|>Once` read as one word)
-changes the pair counts; one separator in ten is the special token twice in a row.
+changes the pair counts; one separator in ten is the special token twice in a row; indented
+lines ("\n    word": the whitespace run that ends one line goes on in the next, so encoding
+line by line is not encoding the text).
 """
 
 import numpy as np
@@ -19,7 +21,7 @@ UNICODE_WORDS = ["café", "naïve", "Grüße", "señor", "ελληνικά", "р
                  "हिन्दी", "Ωmega", "ﬁne", "Ångström"]
 EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "❤️", "🎉", "🤖", "😂😂"]
 PUNCTUATION = [",", ".", "!", "?", "...", "—", ";", ":", "(", ")", "\"", "'s", "'ll", "n't", "'re", "-"]
-SPACES = [" ", " ", " ", " ", " ", " ", " ", " ", "  ", "\t", "\n", "\n\n", "   \n", " \n "]
+SPACES = [" ", " ", " ", " ", " ", " ", " ", " ", "  ", "\t", "\n", "\n\n", "   \n", " \n ", "\n    "]
 
 
 def _lexicon(rng: Rng, n: int) -> list[str]:

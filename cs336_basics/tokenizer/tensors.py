@@ -6,8 +6,11 @@ holds tensors, not bytes) and round-trip exactly:
                   token_bytes[token_offsets[i]:token_offsets[i + 1]]; ids are 0..V-1
     merges        int64 (M, 2): the ids of each merge's two parts (the smallest id holding them)
 
-and what train_bpe returns, as one int64 table of shape (1 + vocab_size, 3) that does not depend
-on which ids an implementation gives its tokens (`bpe_table`).
+and the outputs, in forms whose shape a wrong answer cannot change (so a known mistake can be
+recognised by its values): what train_bpe returns as one int64 table of shape
+(1 + vocab_size, 3) that does not depend on the ids an implementation chooses (`bpe_table`);
+encode's ids laid over the text's bytes (`token_starts`); decode's text as code points
+(`code_points`).
 """
 
 import torch
@@ -97,3 +100,28 @@ def merges_from_table(table: Tensor, special_tokens: list[str]) -> list[tuple[by
         merges.append((tokens[left], tokens[right]))
         tokens.append(tokens[left] + tokens[right])
     return merges
+
+
+def token_starts(ids: list[int], vocab: dict[int, bytes], text: bytes) -> Int[Tensor, " n_bytes"]:
+    """encode's output laid over the text, one entry per byte: the id of the token that starts at
+    that byte, -1 inside a token. The same ids give the same tensor and its shape is the text's,
+    so a wrong encoding differs in values, not in shape. ValueError if the tokens do not spell
+    the text."""
+    out, at = torch.full((len(text),), -1, dtype=torch.int64), 0
+    for k, i in enumerate(ids):
+        token = vocab.get(i)
+        if token is None or not token or text[at : at + len(token)] != token:
+            raise ValueError(f"token {k} (id {i}, {token!r}) does not spell the text at byte {at} "
+                             f"({text[at : at + 16]!r}...): the ids do not decode to the text")
+        out[at] = i
+        at += len(token)
+    if at != len(text):
+        raise ValueError(f"the tokens spell only the first {at} of the text's {len(text)} bytes")
+    return out
+
+
+def code_points(text: str, length: int) -> Int[Tensor, " length"]:
+    """decode's output as its characters' code points, padded with -1 to `length` (the number of
+    bytes decoded, which no correct decoding has more characters than)."""
+    points = [ord(c) for c in text][:length]
+    return torch.tensor(points + [-1] * (length - len(points)), dtype=torch.int64)

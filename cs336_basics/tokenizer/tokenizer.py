@@ -149,7 +149,7 @@ class Tokenizer:
         # END SOLUTION
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
-        """The ids of the concatenated strings (e.g. a file's lines), exactly those of
+        """The ids of the concatenated strings (a file's lines, say), exactly those of
         encode("".join(iterable)), produced lazily: only a tail that more text could still
         change is held back (the last two pre-tokens, and any end that may begin a special
         token), so memory stays bounded whatever the total length."""
