@@ -56,7 +56,7 @@ def test_train_bpe_equals_recounting_every_merge(tmp_path, seed, specials, vocab
     assert sorted(vocab.values()) == sorted(want_vocab.values())
 
 
-def test_train_bpe_in_parallel_chunks_equals_one_process(tmp_path):
+def test_train_bpe_in_several_processes_equals_one_process(tmp_path):
     text = synthetic(3, 400, [EOT])
     one = train(tmp_path, text, 450, [EOT], num_processes=1)
     assert train(tmp_path, text, 450, [EOT], num_processes=2) == one
