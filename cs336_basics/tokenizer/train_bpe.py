@@ -122,7 +122,7 @@ def train_bpe(
     `num_processes` processes (default: pretokenize.count_pretokens_in_file's choice)."""
     check_training_arguments(input_path, vocab_size, special_tokens)
     # BEGIN SOLUTION
-    vocab = {i: bytes([i]) for i in range(256)}
+    vocab: dict[int, bytes] = {b: bytes([b]) for b in range(256)}
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     word_counts = count_pretokens_in_file(input_path, list(special_tokens), num_processes)
