@@ -1,5 +1,5 @@
-"""The BPE mistakes (train_bpe, tokenizer): plausible wrong implementations, each with its
-diagnosis; appended to cs336_basics.staff.mistakes.MISTAKES (same pattern as the others)."""
+"""BPE mistakes (train_bpe, tokenizer; cs336_basics/tokenizer): plausible wrong training and
+encoding, each registered by @mistake right above its function."""
 
 import collections
 
@@ -8,23 +8,35 @@ import regex
 import cs336_basics.tokenizer.pretokenize as P
 import cs336_basics.tokenizer.tokenizer as TM
 import cs336_basics.tokenizer.train_bpe as B
-from cs336_basics.staff.mistakes import Mistake
 
-_split, _count_in_file, _merges = P.split_on_special_tokens, P.count_pretokens_in_file, B.bpe_merges
+from . import mistake
+
+_split, _count_in_file, _merges = P.split_on_special_tokens, P.count_pretokens_in_file, B.bpe_merges  # the right ones
 
 
+@mistake("train_bpe-merges_across_special_tokens", P, "split_on_special_tokens",
+         diagnosis="BPE training that deletes the special tokens and joins the text around them (pairs are "
+                   "counted and merged across them)")
 def bpe_specials_removed_text_joined(text, special_tokens):
     return ["".join(_split(text, special_tokens))]  # the specials deleted, their neighbours glued
 
 
+@mistake("train_bpe-special_tokens_counted_as_text", P, "split_on_special_tokens",
+         diagnosis="BPE training that does not split on the special tokens (they are pre-tokenized and counted "
+                   "as text)")
 def bpe_specials_not_split(text, special_tokens):
     return [text]  # <|endoftext|> pre-tokenized as "<|", "endoftext", "|>" and counted
 
 
+@mistake("train_bpe-pairs_across_pretokens", P, "count_pretokens",
+         diagnosis="BPE training without pre-tokenization (pairs counted across spaces and punctuation)")
 def bpe_no_pretokenization(text, special_tokens):
     return collections.Counter(piece.encode("utf-8") for piece in _split(text, special_tokens) if piece)
 
 
+@mistake("train_bpe-ties_to_smaller_pair", B, "bpe_merges",
+         diagnosis="BPE training breaking ties between equally frequent pairs by the smaller pair (CS336: the "
+                   "lexicographically greater)")
 def bpe_merges_ties_to_smaller(word_counts, vocab, num_merges):
     words = {tuple(bytes([b]) for b in w): n for w, n in word_counts.items()}
     merges = []
@@ -54,12 +66,16 @@ def bpe_merges_ties_to_smaller(word_counts, vocab, num_merges):
     return merges
 
 
+@mistake("train_bpe-vocab_without_specials", B, "train_bpe",
+         diagnosis="BPE training whose vocabulary leaves out the special tokens (vocab_size counts them)")
 def train_bpe_without_specials_in_vocab(input_path, vocab_size, special_tokens, num_processes=None):
     vocab = {i: bytes([i]) for i in range(256)}
     counts = _count_in_file(input_path, list(special_tokens), 1)
     return vocab, _merges(counts, vocab, vocab_size - len(vocab))
 
 
+@mistake("train_bpe-vocab_without_all_bytes", B, "train_bpe",
+         diagnosis="BPE training whose vocabulary starts from the bytes the corpus holds instead of all 256")
 def train_bpe_only_bytes_seen(input_path, vocab_size, special_tokens, num_processes=None):
     with open(input_path, "rb") as f:
         seen = sorted(set(f.read()))
@@ -67,13 +83,10 @@ def train_bpe_only_bytes_seen(input_path, vocab_size, special_tokens, num_proces
     for token in special_tokens:
         vocab[len(vocab)] = token.encode("utf-8")
     counts = _count_in_file(input_path, list(special_tokens), 1)
-    ids = {bytes([b]): i for i, b in enumerate(seen)}
-    # bpe_merges reads words as byte values = ids: give it the same ids as the full vocabulary
-    full = {i: bytes([i]) for i in range(256)}
+    full = {i: bytes([i]) for i in range(256)}  # bpe_merges reads a word's byte values as ids
     merges = _merges(counts, full, vocab_size - len(vocab))
     for a, b in merges:
         vocab[len(vocab)] = a + b
-    del ids
     return vocab, merges
 
 
@@ -89,6 +102,9 @@ def _merge_pair(ids, a, b, merged):
     return out
 
 
+@mistake("tokenizer-merges_by_frequency", TM.Tokenizer, "_encode_pretoken",
+         diagnosis="encoding that merges the pair most frequent within the pre-token instead of the pair of "
+                   "lowest merge rank")
 def encode_pretoken_most_frequent_pair(self, pretoken):
     ids = [self.byte_ids[b] for b in pretoken.encode("utf-8")]
     while True:
@@ -99,6 +115,8 @@ def encode_pretoken_most_frequent_pair(self, pretoken):
         ids = _merge_pair(ids, *pair, self.ranks[pair][1])
 
 
+@mistake("tokenizer-merges_left_to_right", TM.Tokenizer, "_encode_pretoken",
+         diagnosis="encoding that merges the leftmost mergeable pair first instead of the pair of lowest rank")
 def encode_pretoken_leftmost_pair(self, pretoken):
     ids = [self.byte_ids[b] for b in pretoken.encode("utf-8")]
     while True:
@@ -108,54 +126,30 @@ def encode_pretoken_leftmost_pair(self, pretoken):
         ids = _merge_pair(ids, *pair, self.ranks[pair][1])
 
 
+@mistake("tokenizer-specials_shortest_first", TM, "special_tokens_pattern",
+         diagnosis="encoding that matches overlapping special tokens shortest first (<|endoftext|> twice "
+                   "instead of <|endoftext|><|endoftext|>)")
 def specials_shortest_first(special_tokens):
     if not special_tokens:
         return None
     return regex.compile("|".join(regex.escape(s) for s in sorted(set(special_tokens), key=len)))
 
 
+@mistake("tokenizer-decode_raises_on_split_character", TM.Tokenizer, "decode",
+         raises=(UnicodeDecodeError,),
+         diagnosis="decoding with errors='strict' (a character split between tokens raises instead of U+FFFD)")
 def decode_strict(self, ids):
     return b"".join(self.vocab[i] for i in ids).decode("utf-8")  # raises on a split character
 
 
+@mistake("tokenizer-decode_drops_split_character", TM.Tokenizer, "decode",
+         diagnosis="decoding with errors='ignore' (a split character vanishes instead of becoming U+FFFD)")
 def decode_ignoring_errors(self, ids):
     return b"".join(self.vocab[i] for i in ids).decode("utf-8", errors="ignore")
 
 
+@mistake("tokenizer-encode_iterable_chunk_by_chunk", TM.Tokenizer, "encode_iterable",
+         diagnosis="encode_iterable encoding each line on its own (a whitespace run across lines is split)")
 def encode_iterable_chunk_by_chunk(self, iterable):
     for chunk in iterable:
         yield from self.encode(chunk)  # a pre-token across two lines is cut in two
-
-
-BPE_MISTAKES = [
-    Mistake("train_bpe-merges_across_special_tokens", P, "split_on_special_tokens", bpe_specials_removed_text_joined,
-            diagnosis="BPE training that deletes the special tokens and joins the text around them (pairs are "
-                      "counted and merged across them)"),
-    Mistake("train_bpe-special_tokens_counted_as_text", P, "split_on_special_tokens", bpe_specials_not_split,
-            diagnosis="BPE training that does not split on the special tokens (they are pre-tokenized and counted "
-                      "as text)"),
-    Mistake("train_bpe-ties_to_smaller_pair", B, "bpe_merges", bpe_merges_ties_to_smaller,
-            diagnosis="BPE training breaking ties between equally frequent pairs by the smaller pair (CS336: the "
-                      "lexicographically greater)"),
-    Mistake("train_bpe-pairs_across_pretokens", P, "count_pretokens", bpe_no_pretokenization,
-            diagnosis="BPE training without pre-tokenization (pairs counted across spaces and punctuation)"),
-    Mistake("train_bpe-vocab_without_specials", B, "train_bpe", train_bpe_without_specials_in_vocab,
-            diagnosis="BPE training whose vocabulary leaves out the special tokens (vocab_size counts them)"),
-    Mistake("train_bpe-vocab_without_all_bytes", B, "train_bpe", train_bpe_only_bytes_seen,
-            diagnosis="BPE training whose vocabulary starts from the bytes the corpus holds instead of all 256"),
-    Mistake("tokenizer-merges_by_frequency", TM.Tokenizer, "_encode_pretoken", encode_pretoken_most_frequent_pair,
-            diagnosis="encoding that merges the pair most frequent within the pre-token instead of the pair of "
-                      "lowest merge rank"),
-    Mistake("tokenizer-merges_left_to_right", TM.Tokenizer, "_encode_pretoken", encode_pretoken_leftmost_pair,
-            diagnosis="encoding that merges the leftmost mergeable pair first instead of the pair of lowest rank"),
-    Mistake("tokenizer-specials_shortest_first", TM, "special_tokens_pattern", specials_shortest_first,
-            diagnosis="encoding that matches overlapping special tokens shortest first (<|endoftext|> twice "
-                      "instead of <|endoftext|><|endoftext|>)"),
-    Mistake("tokenizer-decode_raises_on_split_character", TM.Tokenizer, "decode", decode_strict,
-            raises=(UnicodeDecodeError,),
-            diagnosis="decoding with errors='strict' (a character split between tokens raises instead of U+FFFD)"),
-    Mistake("tokenizer-decode_drops_split_character", TM.Tokenizer, "decode", decode_ignoring_errors,
-            diagnosis="decoding with errors='ignore' (a split character vanishes instead of becoming U+FFFD)"),
-    Mistake("tokenizer-encode_iterable_chunk_by_chunk", TM.Tokenizer, "encode_iterable", encode_iterable_chunk_by_chunk,
-            diagnosis="encode_iterable encoding each line on its own (a whitespace run across lines is split)"),
-]
