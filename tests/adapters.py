@@ -362,7 +362,8 @@ def run_tokenizer_encode_iterable(
     text's bytes (bpe_tensors.token_starts)."""
     tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
     lines = iter(bpe_tensors.tensor_to_text(text).splitlines(keepends=True))
-    return bpe_tensors.token_starts(list(tokenizer.encode_iterable(lines)), tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
+    ids = list(tokenizer.encode_iterable(lines))
+    return bpe_tensors.token_starts(ids, tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
 
 
 def run_tokenizer_decode(

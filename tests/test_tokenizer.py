@@ -66,7 +66,8 @@ def test_tokenizer_encode_equals_hf_tokenizers_on_a_trained_vocabulary(seed):
 def test_tokenizer_encode_equals_hf_tokenizers_on_smol2_vocabulary(smol2_vocab):
     vocab, merges = smol2_vocab
     specials = ["<|im_start|>", "<|im_end|>", EOT]
-    sample = "<|im_start|>user\nWhat's 12345 + 6789?  Ça va 🤖👍🏽\t\n\n  日本語<|im_end|>" + text(3, docs=30, specials=[EOT])
+    sample = "<|im_start|>user\nWhat's 12345 + 6789?  Ça va 🤖👍🏽\t\n\n  日本語<|im_end|>"
+    sample += text(3, docs=30, specials=[EOT])
     ours = get_tokenizer(vocab, merges, specials).encode(sample)
     assert ours == hf_tokenizer(vocab, merges, specials).encode(sample).ids
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 
 from cs336_basics.tokenizer.byte_unicode import from_printable, to_printable
 from cs336_basics.tokenizer.pretokenize import PRETOKEN_RE, pretokenize, special_tokens_pattern
+from cs336_basics.tokenizer.train_bpe import merge_word
 
 Merges = list[tuple[bytes, bytes]]
 
@@ -72,7 +73,8 @@ class Tokenizer:
                     continue
                 parts = line.split(" ")
                 if len(parts) != 2:
-                    raise ValueError(f"{merges_filepath}:{n + 1}: expected two tokens separated by a space, got {line!r}")
+                    raise ValueError(f"{merges_filepath}:{n + 1}: expected two tokens separated by a space, "
+                                     f"got {line!r}")
                 merges.append((from_printable(parts[0]), from_printable(parts[1])))
         return cls(vocab, merges, special_tokens)
 
@@ -81,7 +83,8 @@ class Tokenizer:
         temporary name, then renamed)."""
         vocab = {to_printable(token): i for i, token in sorted(self.vocab.items(), reverse=True)}
         merges = "".join(f"{to_printable(a)} {to_printable(b)}\n" for a, b in self.merges)
-        for path, text in ((vocab_filepath, json.dumps(vocab, ensure_ascii=False, indent=0)), (merges_filepath, merges)):
+        vocab_text = json.dumps(vocab, ensure_ascii=False, indent=0)
+        for path, text in ((vocab_filepath, vocab_text), (merges_filepath, merges)):
             tmp = f"{path}.tmp{os.getpid()}"
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write(text)
@@ -104,16 +107,7 @@ class Tokenizer:
                     best, best_pair = found, pair
             if best is None:
                 break
-            (a, b), merged = best_pair, best[1]
-            out, i = [], 0
-            while i < len(ids):
-                if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
-                    out.append(merged)
-                    i += 2
-                else:
-                    out.append(ids[i])
-                    i += 1
-            ids = out
+            ids = merge_word(ids, best_pair, best[1])
         return ids
         # END SOLUTION
 

@@ -11,7 +11,9 @@ import cs336_basics.tokenizer.train_bpe as B
 
 from . import mistake
 
-_split, _count_in_file, _merges = P.split_on_special_tokens, P.count_pretokens_in_file, B.bpe_merges  # the right ones
+# the right ones, kept before any patching
+_split, _count_in_file = P.split_on_special_tokens, P.count_pretokens_in_file
+_merges, _merge_word = B.bpe_merges, B.merge_word
 
 
 @mistake("train_bpe-merges_across_special_tokens", P, "split_on_special_tokens",
@@ -34,36 +36,11 @@ def bpe_no_pretokenization(text, special_tokens):
     return collections.Counter(piece.encode("utf-8") for piece in _split(text, special_tokens) if piece)
 
 
-@mistake("train_bpe-ties_to_smaller_pair", B, "bpe_merges",
+@mistake("train_bpe-ties_to_smaller_pair", B._Descending, "__lt__",
          diagnosis="BPE training breaking ties between equally frequent pairs by the smaller pair (CS336: the "
                    "lexicographically greater)")
-def bpe_merges_ties_to_smaller(word_counts, vocab, num_merges):
-    words = {tuple(bytes([b]) for b in w): n for w, n in word_counts.items()}
-    merges = []
-    while len(merges) < num_merges:
-        pairs = collections.Counter()
-        for word, n in words.items():
-            for pair in zip(word, word[1:]):
-                pairs[pair] += n
-        if not pairs:
-            break
-        top = max(pairs.values())
-        best = min(p for p, c in pairs.items() if c == top)  # the smaller pair wins the tie
-        merges.append(best)
-        vocab[len(vocab)] = best[0] + best[1]
-        merged = {}
-        for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if word[i : i + 2] == best:
-                    out.append(best[0] + best[1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + n
-        words = merged
-    return merges
+def ties_to_smaller_pair(self, other):
+    return self.pair < other.pair  # the heap now pops the smaller of two equally frequent pairs
 
 
 @mistake("train_bpe-vocab_without_specials", B, "train_bpe",
@@ -90,18 +67,6 @@ def train_bpe_only_bytes_seen(input_path, vocab_size, special_tokens, num_proces
     return vocab, merges
 
 
-def _merge_pair(ids, a, b, merged):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
-            out.append(merged)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
-
-
 @mistake("tokenizer-merges_by_frequency", TM.Tokenizer, "_encode_pretoken",
          diagnosis="encoding that merges the pair most frequent within the pre-token instead of the pair of "
                    "lowest merge rank")
@@ -112,7 +77,7 @@ def encode_pretoken_most_frequent_pair(self, pretoken):
         if not pairs:
             return ids
         pair = max(pairs, key=lambda p: (pairs[p], -self.ranks[p][0]))  # most frequent in the word, then rank
-        ids = _merge_pair(ids, *pair, self.ranks[pair][1])
+        ids = _merge_word(ids, pair, self.ranks[pair][1])
 
 
 @mistake("tokenizer-merges_left_to_right", TM.Tokenizer, "_encode_pretoken",
@@ -123,7 +88,7 @@ def encode_pretoken_leftmost_pair(self, pretoken):
         pair = next((p for p in zip(ids, ids[1:]) if p in self.ranks), None)  # the first mergeable pair
         if pair is None:
             return ids
-        ids = _merge_pair(ids, *pair, self.ranks[pair][1])
+        ids = _merge_word(ids, pair, self.ranks[pair][1])
 
 
 @mistake("tokenizer-specials_shortest_first", TM, "special_tokens_pattern",
