@@ -6,5 +6,6 @@ COMPONENTS = (
     "attention", "rope", "mha", "block", "lm", "generate",
     "cross_entropy", "adamw", "lr_schedule", "gradient_clipping",
     "get_batch", "checkpoint",
+    "train_bpe", "tokenizer",
     "parallel",
 )

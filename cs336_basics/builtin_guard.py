@@ -107,6 +107,9 @@ BANNED = MappingProxyType({
     # processes, and what they call is not seen (PyTorch's DTensor tensor parallelism, the tests'
     # oracle, is not a torch function either; tests/test_parallel_layers.py counts collectives).
     "parallel": _ANYWHERE | _LINEAR | _SILU | _GLU,
+    # byte-level BPE is Python on bytes: no torch built-in computes it
+    "train_bpe": frozenset(),
+    "tokenizer": frozenset(),
 })
 
 _PREFIXES = (("torch.nn.functional.", "F."), ("torch._C._nn.", "F."), ("torch._C._special.special_", "torch.special."),

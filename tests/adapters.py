@@ -19,14 +19,18 @@ from typing import IO, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
+
 import torch
-from jaxtyping import Bool, Float, Int
+from jaxtyping import Bool, Float, Int, UInt8
 from torch import Tensor
 
 import cs336_basics.data as data
 import cs336_basics.generate as generation
 from cs336_basics import optim
 import cs336_basics.serialization as serialization
+import cs336_basics.tokenizer.tensors as bpe_tensors
+import cs336_basics.tokenizer.tokenizer as bpe_tokenizer
+import cs336_basics.tokenizer.train_bpe as bpe_training
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
@@ -573,3 +577,83 @@ def run_checkpoint_resume(weights: dict[str, Tensor], gradients: dict[str, Tenso
     _adamw_steps(fresh, fresh_optimizer, gradients, range(steps_before, total))
     dtype = next(iter(weights.values())).dtype
     return torch.cat([torch.tensor([iteration], dtype=dtype), *(p.detach().reshape(-1) for p in fresh.values())])
+# Byte-level BPE (CS336 v1.0.2's adapters).
+
+
+def run_train_bpe(
+    input_path: str | os.PathLike,
+    vocab_size: int,
+    special_tokens: list[str],
+    **kwargs,
+) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    return bpe_training.train_bpe(input_path, vocab_size, special_tokens, **kwargs)
+
+
+def get_tokenizer(
+    vocab: dict[int, bytes],
+    merges: list[tuple[bytes, bytes]],
+    special_tokens: list[str] | None = None,
+) -> Any:
+    return bpe_tokenizer.Tokenizer(vocab, merges, special_tokens)
+
+
+# Beyond CS336: the same two on tensors (the fixture cases' inputs and outputs; encodings in
+# cs336_basics/tokenizer/tensors.py).
+
+
+def run_train_bpe_on_text(
+    corpus: UInt8[Tensor, " n_bytes"], vocab_size: int, special_tokens: list[str]
+) -> Int[Tensor, " vocab_size_plus_1 3"]:
+    """run_train_bpe on a file holding `corpus` (UTF-8), its result as bpe_tensors.bpe_table."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.txt")
+        with open(path, "wb") as f:
+            f.write(bpe_tensors.tensor_to_bytes(corpus))
+        vocab, merges = run_train_bpe(path, vocab_size, special_tokens)
+    return bpe_tensors.bpe_table(vocab, merges, special_tokens, vocab_size)
+
+
+def _tokenizer(token_bytes: Tensor, token_offsets: Tensor, merges: Tensor, special_tokens: list[str] | None) -> Any:
+    vocab = bpe_tensors.tensors_to_vocab(token_bytes, token_offsets)
+    return get_tokenizer(vocab, bpe_tensors.tensor_to_merges(merges, vocab), special_tokens)
+
+
+def run_tokenizer_encode(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    text: UInt8[Tensor, " n_bytes"],
+) -> Int[Tensor, " n_bytes"]:
+    """encode(text), laid over the text's bytes (bpe_tensors.token_starts)."""
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    ids = tokenizer.encode(bpe_tensors.tensor_to_text(text))
+    return bpe_tensors.token_starts(ids, tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
+
+
+def run_tokenizer_encode_iterable(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    text: UInt8[Tensor, " n_bytes"],
+) -> Int[Tensor, " n_bytes"]:
+    """encode_iterable over the text's lines (as iterating over a file gives them), laid over the
+    text's bytes (bpe_tensors.token_starts)."""
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    lines = iter(bpe_tensors.tensor_to_text(text).splitlines(keepends=True))
+    ids = list(tokenizer.encode_iterable(lines))
+    return bpe_tensors.token_starts(ids, tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
+
+
+def run_tokenizer_decode(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    ids: Int[Tensor, " num_tokens"],
+) -> Int[Tensor, " n_bytes"]:
+    """decode(ids), as code points padded to the number of bytes decoded (bpe_tensors.code_points)."""
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    n_bytes = sum(len(tokenizer.vocab[i]) for i in ids.tolist() if i in tokenizer.vocab)
+    return bpe_tensors.code_points(tokenizer.decode(ids.tolist()), n_bytes)

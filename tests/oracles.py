@@ -167,3 +167,68 @@ def builtin_kernels():
     finally:
         for (owner, name), fn in saved.items():
             setattr(owner, name, fn)
+
+
+# ---- byte-level BPE -----------------------------------------------------------------------
+# tiktoken's "gpt2" pattern, written out here rather than imported from the package.
+GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def train_bpe_by_recounting(text: str, vocab_size: int, special_tokens: list[str]):
+    """The obviously correct trainer: every pair counted again before every merge, in one
+    process. Same conventions as cs336_basics.tokenizer.train_bpe (bytes 0-255, the specials,
+    then one token per merge; ties to the lexicographically greater pair)."""
+    import collections
+
+    import regex
+
+    pieces = [text]
+    for special in special_tokens:  # each piece is split on every special token in turn
+        pieces = [part for piece in pieces for part in piece.split(special)]
+    words = collections.Counter(
+        tuple(bytes([b]) for b in token.encode("utf-8")) for piece in pieces for token in regex.findall(GPT2_SPLIT, piece)
+    )
+    vocab = {i: bytes([i]) for i in range(256)} | {256 + i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
+    merges = []
+    while len(vocab) < vocab_size:
+        pairs = collections.Counter()
+        for word, n in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += n
+        if not pairs:
+            break
+        best = max(pairs, key=lambda pair: (pairs[pair], pair))
+        merges.append(best)
+        vocab[len(vocab)] = best[0] + best[1]
+        merged = collections.Counter()
+        for word, n in words.items():
+            out, i = [], 0
+            while i < len(word):
+                if word[i : i + 2] == best:
+                    out.append(best[0] + best[1])
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            merged[tuple(out)] += n
+        words = merged
+    return vocab, merges
+
+
+def hf_tokenizer(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str] | None = None):
+    """Hugging Face `tokenizers` (Rust) loaded with the same vocabulary and merges: GPT-2's
+    byte-level pre-tokenizer and decoder; special tokens as added tokens (matched leftmost-longest).
+    Where two ids hold the same bytes, the smaller is kept."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    from cs336_basics.tokenizer.byte_unicode import to_printable
+
+    table = {}
+    for i in sorted(vocab, reverse=True):
+        table[to_printable(vocab[i])] = i
+    tok = Tokenizer(models.BPE(vocab=table, merges=[(to_printable(a), to_printable(b)) for a, b in merges]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    if special_tokens:
+        tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in special_tokens])
+    return tok

@@ -22,6 +22,7 @@ import torch
 
 from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR
+from cs336_basics.staff.bpe_builders import tokenizer_case, train_bpe_case
 from cs336_basics.staff.builders import (
     Make,
     adamw_case,
@@ -55,6 +56,7 @@ from cs336_basics.testing import tolerance
 F32, BF16, F16, F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
 HIDDEN_FIXTURES_DIR = FIXTURES_DIR.parent / "hidden_fixtures"  # never shipped to students
 I64 = torch.int64
+EOT = "<|endoftext|>"
 EXACT = None  # the floor of a case whose every correct answer is bit-exact (a row copy): tol = 0
 
 
@@ -240,6 +242,23 @@ PUBLIC_CASES = [
          parallel_column_case((3, 5), 32, 48, 2, gather_output=False), floor=2.1e-7),
     Case("parallel_row", "parallel", "run_row_parallel_linear", 62, parallel_row_case(B, 64, 64, 2), floor=4.2e-7),
     Case("parallel_ffn", "parallel", "run_parallel_swiglu", 63, parallel_ffn_case(B, 64, 128, 2), floor=1.1e-6),
+    # train_bpe: the merges and vocabulary (as tensors.bpe_table, exact) of ~15 kB of synthetic text
+    # (bpe_builders.py) whose documents are separated by <|endoftext|>, the glued words around it
+    # a witness for merging across it; and of text without special tokens
+    Case("train_bpe_one_special", "train_bpe", "run_train_bpe_on_text", 70, train_bpe_case(150, 400, [EOT]),
+         floor=EXACT, out_dtype=I64),
+    Case("train_bpe_no_specials", "train_bpe", "run_train_bpe_on_text", 71, train_bpe_case(100, 320, []),
+         floor=EXACT, out_dtype=I64),
+    # tokenizer: a vocabulary of 400 trained on synthetic text; encode a text holding both
+    # <|endoftext|> and <|endoftext|><|endoftext|> (witness: both listed, the longer must win);
+    # decode ids with lone bytes of multi-byte characters among them (U+FFFD, not an error);
+    # encode_iterable over a text's lines
+    Case("tokenizer_encode_overlapping_specials", "tokenizer", "run_tokenizer_encode", 72,
+         tokenizer_case(400, [EOT, EOT * 2]), floor=EXACT, out_dtype=I64),
+    Case("tokenizer_decode_split_characters", "tokenizer", "run_tokenizer_decode", 73,
+         tokenizer_case(400, [EOT], what="ids"), floor=EXACT, out_dtype=I64),
+    Case("tokenizer_encode_iterable_lines", "tokenizer", "run_tokenizer_encode_iterable", 74,
+         tokenizer_case(400, [EOT, EOT * 2]), floor=EXACT, out_dtype=I64),
 ]
 
 HIDDEN_CASES = [
@@ -384,6 +403,23 @@ HIDDEN_CASES = [
            floor=2.7e-7),
     hidden("parallel_ffn_bf16", "parallel", "run_parallel_swiglu", 1205, parallel_ffn_case((4, 6), 24, 64, 2),
            floor=1.1e-2, dtype=BF16),
+    # train_bpe: ~0.4 MB and 1,500 tokens (what the handout's time budget is about); two special
+    # tokens and a fifth of the words Unicode or emoji; a vocabulary of only the bytes and the
+    # special token (no merge)
+    hidden("train_bpe_larger_corpus", "train_bpe", "run_train_bpe_on_text", 1301,
+           train_bpe_case(4000, 1500, [EOT], words_per_doc=(10, 40), lexicon_size=2000), floor=EXACT, out_dtype=I64),
+    hidden("train_bpe_unicode_two_specials", "train_bpe", "run_train_bpe_on_text", 1302,
+           train_bpe_case(200, 600, [EOT, "<|pad|>"], unicode_share=0.1), floor=EXACT, out_dtype=I64),
+    hidden("train_bpe_zero_merges", "train_bpe", "run_train_bpe_on_text", 1303, train_bpe_case(20, 257, [EOT]),
+           floor=EXACT, out_dtype=I64),
+    # tokenizer: no special tokens (None); encode_iterable on Unicode-heavy lines with a larger
+    # vocabulary; decoding with a vocabulary of 1,000
+    hidden("tokenizer_no_specials", "tokenizer", "run_tokenizer_encode", 1311, tokenizer_case(500, None),
+           floor=EXACT, out_dtype=I64),
+    hidden("tokenizer_iterable_unicode", "tokenizer", "run_tokenizer_encode_iterable", 1312,
+           tokenizer_case(1000, [EOT], n_docs=600, text_docs=60, unicode_share=0.1), floor=EXACT, out_dtype=I64),
+    hidden("tokenizer_decode_larger_vocab", "tokenizer", "run_tokenizer_decode", 1313,
+           tokenizer_case(1000, [EOT, "<|pad|>"], n_docs=600, what="ids"), floor=EXACT, out_dtype=I64),
 ]
 
 HIDDEN_CASES += [

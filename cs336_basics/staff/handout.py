@@ -88,11 +88,17 @@ ALIASES = {
 }
 
 
+# Files whose regions belong to a component other than their name or folder says.
+FILE_COMPONENTS = {"pretokenize": "train_bpe"}  # train_bpe needs it first; the tokenizer reuses it
+
+
 def _component(qualname: str, path: Path | None = None) -> str | None:
     """`SwiGLUFFN.forward` and `functional.swiglu_ffn` -> swiglu: the longest component name (or
-    ALIASES key) that starts the def's or class's name, underscores ignored. A file in a package
-    named after a component (nn/parallel/comm.py) belongs to that component, whatever its defs
-    are called."""
+    ALIASES key) that starts the def's or class's name, underscores ignored. A file named after a
+    component (tokenizer/train_bpe.py), or in a package named after one (nn/parallel/comm.py),
+    belongs to that component, whatever its defs are called."""
+    if path is not None and FILE_COMPONENTS.get(path.stem, path.stem) in COMPONENTS:
+        return FILE_COMPONENTS.get(path.stem, path.stem)  # tokenizer/train_bpe.py -> train_bpe
     if path is not None and path.parent.name in COMPONENTS:
         return path.parent.name
     name = qualname.removeprefix("functional.").removeprefix(f"{path.stem}." if path else "")

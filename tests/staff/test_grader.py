@@ -63,6 +63,7 @@ USERS = {
     "embedding": ("lm", "generate"),
     "softmax": ("attention", "mha", "block", "lm", "generate"),
     "rmsnorm": ("ffn_block", "block", "lm", "generate"),
+    "train_bpe": ("tokenizer",),  # the tokenizer calls pretokenize.py and merge_word, train_bpe's
 }
 
 

@@ -35,7 +35,7 @@ def smollm2_hf():
     return model, AutoTokenizer.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE)
 
 
-def test_smollm2_tokenizer_matches_transformers(smollm2_ours, smollm2_hf):
+def test_smollm2_token_ids_match_transformers(smollm2_ours, smollm2_hf):
     _, reader = smollm2_ours
     ours, theirs = tokenizer_from_gguf(reader), smollm2_hf[1]
     for text in PROMPTS + ["  spaces,\ttabs and 12345 digits: naïve café 🙂", "<|im_start|>user\nhi<|im_end|>"]:
