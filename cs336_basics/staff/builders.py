@@ -399,3 +399,5 @@ def checkpoint_case(shapes: dict[str, tuple[int, ...]], steps: int, steps_before
         weights = {name: randn(rng, *shape) for name, shape in shapes.items()}
         gradients = {name: randn(rng, steps, *shape) for name, shape in shapes.items()}
         return dict(weights=weights, gradients=gradients, steps_before=steps_before, lr=lr, weight_decay=weight_decay, to=to)
+
+    return make
