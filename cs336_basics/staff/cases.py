@@ -245,19 +245,19 @@ PUBLIC_CASES = [
     # train_bpe: the merges and vocabulary (as tensors.bpe_table, exact) of ~15 kB of synthetic text
     # (bpe_builders.py) whose documents are separated by <|endoftext|>, the glued words around it
     # a witness for merging across it; and of text without special tokens
-    Case("train_bpe_one_special", "train_bpe", "run_train_bpe_on_text", 70, train_bpe_case(150, 400, [EOT]),
+    Case("train_bpe_one_special", "train_bpe", "run_train_bpe_on_text", 90, train_bpe_case(150, 400, [EOT]),
          floor=EXACT, out_dtype=I64),
-    Case("train_bpe_no_specials", "train_bpe", "run_train_bpe_on_text", 71, train_bpe_case(100, 320, []),
+    Case("train_bpe_no_specials", "train_bpe", "run_train_bpe_on_text", 91, train_bpe_case(100, 320, []),
          floor=EXACT, out_dtype=I64),
     # tokenizer: a vocabulary of 400 trained on synthetic text; encode a text holding both
     # <|endoftext|> and <|endoftext|><|endoftext|> (witness: both listed, the longer must win);
     # decode ids with lone bytes of multi-byte characters among them (U+FFFD, not an error);
     # encode_iterable over a text's lines
-    Case("tokenizer_encode_overlapping_specials", "tokenizer", "run_tokenizer_encode", 72,
+    Case("tokenizer_encode_overlapping_specials", "tokenizer", "run_tokenizer_encode", 92,
          tokenizer_case(400, [EOT, EOT * 2]), floor=EXACT, out_dtype=I64),
-    Case("tokenizer_decode_split_characters", "tokenizer", "run_tokenizer_decode", 73,
+    Case("tokenizer_decode_split_characters", "tokenizer", "run_tokenizer_decode", 93,
          tokenizer_case(400, [EOT], what="ids"), floor=EXACT, out_dtype=I64),
-    Case("tokenizer_encode_iterable_lines", "tokenizer", "run_tokenizer_encode_iterable", 74,
+    Case("tokenizer_encode_iterable_lines", "tokenizer", "run_tokenizer_encode_iterable", 94,
          tokenizer_case(400, [EOT, EOT * 2]), floor=EXACT, out_dtype=I64),
 ]
 
@@ -425,20 +425,20 @@ HIDDEN_CASES = [
 HIDDEN_CASES += [
     # get_batch: one valid start only (context_length = len - 1); int32 token file of large ids with a
     # long context; batches of one row
-    hidden("get_batch_one_start", "get_batch", "run_get_batch_checks", 1161, get_batch_case(13, 4, 12, 50),
+    hidden("get_batch_one_start", "get_batch", "run_get_batch_checks", 1401, get_batch_case(13, 4, 12, 50),
            floor=EXACT, out_dtype=I64),
-    hidden("get_batch_int32_long_context", "get_batch", "run_get_batch_checks", 1162,
+    hidden("get_batch_int32_long_context", "get_batch", "run_get_batch_checks", 1402,
            get_batch_case(300, 12, 64, 400, vocab_size=1 << 20, token_dtype="int32"), floor=EXACT, out_dtype=I64),
-    hidden("get_batch_rows_of_one", "get_batch", "run_get_batch_checks", 1163, get_batch_case(20, 1, 3, 600),
+    hidden("get_batch_rows_of_one", "get_batch", "run_get_batch_checks", 1403, get_batch_case(20, 1, 3, 600),
            floor=EXACT, out_dtype=I64),
     # checkpoint: an in-memory file object, float64; saved before any step (empty optimizer state);
     # saved one step before the end, a 3-D parameter
-    hidden("checkpoint_file_object_f64", "checkpoint", "run_checkpoint_resume", 1171,
+    hidden("checkpoint_file_object_f64", "checkpoint", "run_checkpoint_resume", 1411,
            checkpoint_case({"w1": (5, 7), "w2": (7, 3), "g": (3,)}, 9, 3, to="file"), floor=0.0,
            dtype=torch.float64),
-    hidden("checkpoint_before_any_step", "checkpoint", "run_checkpoint_resume", 1172,
+    hidden("checkpoint_before_any_step", "checkpoint", "run_checkpoint_resume", 1412,
            checkpoint_case({"w": (4, 4)}, 5, 0, lr=3e-2), floor=1.2e-7),
-    hidden("checkpoint_one_step_left", "checkpoint", "run_checkpoint_resume", 1173,
+    hidden("checkpoint_one_step_left", "checkpoint", "run_checkpoint_resume", 1413,
            checkpoint_case({"t": (3, 4, 5), "b": (5,)}, 8, 7, lr=5e-2, weight_decay=0.01), floor=1.7e-7),
 ]
 
