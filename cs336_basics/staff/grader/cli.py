@@ -39,7 +39,7 @@ def _grade(args) -> int:
         return refused
     from cs336_basics.staff.grader import runner
 
-    runner.start_forkserver()  # its `import torch` runs while this process does its own
+    runner.start_forkserver(fork_from_here=True)  # shares this process's torch pages: nothing loaded yet
     from cs336_basics.staff.grader.grade import grade
     from cs336_basics.staff.grader.report import summary_table, write_results
 
@@ -57,7 +57,7 @@ def _grade_all(args) -> int:
         return refused
     from cs336_basics.staff.grader import runner
 
-    runner.start_forkserver()
+    runner.start_forkserver(fork_from_here=True)
     from cs336_basics.staff.grader.gradebook import grade_all
 
     reports = grade_all(Path(args.directory), Path(args.results_dir), Path(args.gradebook), args.jobs, _config(args))

@@ -20,12 +20,14 @@ count; staff notes come from a file the worker wrote as root), outputs are safet
 """
 
 import dataclasses
+import importlib
 import itertools
 import multiprocessing
 import os
 import signal
 import stat
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,14 +42,51 @@ MIN_CONTAINER_MB = 768
 CONTAINER_SLACK_MB = 64  # the container's memory a worker's group leaves to the grader, at least
 _CONTEXT = multiprocessing.get_context("forkserver")
 # torch._dynamo: the builtin guard's TorchDispatchMode imports it on its first operator (3 s)
-_CONTEXT.set_forkserver_preload(["torch", "torch._dynamo", "numpy", "einops", "jaxtyping", "safetensors"])
+PRELOAD = ["torch", "torch._dynamo", "numpy", "einops", "jaxtyping", "safetensors"]
+_CONTEXT.set_forkserver_preload(PRELOAD)
 
 
-def start_forkserver() -> None:
-    """Start the forkserver now, so its `import torch` overlaps the grader's own."""
-    from multiprocessing import forkserver
+def start_forkserver(fork_from_here: bool = False) -> None:
+    """Start the forkserver now (so its `import torch` overlaps the grader's own).
 
-    forkserver.ensure_running()
+    fork_from_here: instead of a fresh interpreter, the forkserver is a fork of this process,
+    after this process imported the preloaded modules: torch's relocated libraries (~380 MB of
+    private memory per interpreter that imports it) are then shared by the grader, the
+    forkserver and every worker, which is what lets a grading fit Gradescope's 768 MB. Only for a
+    process that holds nothing a student may not see (no fixture loaded yet: the CLI, at its
+    start) and runs no other thread; otherwise the fresh interpreter is started."""
+    from multiprocessing import forkserver, util
+
+    from cs336_basics.staff.grader import grade
+
+    if not fork_from_here or threading.active_count() > 1 or grade._load_fixture.cache_info().currsize:
+        forkserver.ensure_running()
+        return
+    for module in PRELOAD:
+        importlib.import_module(module)
+    spawn = util.spawnv_passfds
+
+    def fork_instead(path, args, passfds):  # runs the forkserver's `-c` command in a fork of this process
+        pid = os.fork()
+        if pid:
+            return pid
+        try:
+            keep = set(passfds) | {0, 1, 2}
+            for fd in os.listdir("/proc/self/fd"):
+                if int(fd) not in keep:
+                    try:
+                        os.close(int(fd))
+                    except OSError:
+                        pass
+            exec(args[-1], {"__name__": "__forkserver__"})
+        finally:
+            os._exit(0)  # never the grader's atexit handlers or buffered output
+
+    util.spawnv_passfds = fork_instead
+    try:
+        forkserver.ensure_running()
+    finally:
+        util.spawnv_passfds = spawn
 
 
 @dataclass
