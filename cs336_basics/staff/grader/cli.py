@@ -19,14 +19,15 @@ def _refuse_without_sandbox(args) -> int | None:
     from cs336_basics.staff.grader import preflight
 
     required = "none" if args.allow_unsandboxed else args.require_isolation
-    level, failed = preflight.probe()
+    failed = preflight.missing()
+    level = preflight.level(failed)
     if preflight.LEVELS.index(level) >= preflight.LEVELS.index(required):
-        print(f"isolation level: {level}" + (f" (missing: {', '.join(m for m, _ in failed)})" if failed else ""))
+        print(f"isolation level: {level}" + (f" (missing: {', '.join(failed)})" if failed else ""))
         return None
     import os
 
     why = "without root" if os.geteuid() != 0 else f"at isolation level {level!r}, below the required {required!r}"
-    lines = "\n".join(f"  {name}: {reason}" for name, reason in failed)
+    lines = "\n".join(f"  {name}: {reason}" for name, reason in failed.items())
     print(f"cs336: refusing to grade {why}: student code would run without these protections of the sandbox "
           f"(which keeps it away from the hidden fixtures, the network and the machine's resources):\n{lines}\n"
           "Run as root (a container's default capabilities suffice for level 'container'), lower "
