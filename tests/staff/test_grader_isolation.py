@@ -277,10 +277,11 @@ def _leftovers(scratch: Path) -> dict:
     procs = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if open(f"/proc/{pid}/comm").read().strip() == "cs336hang":
-                procs.append(int(pid))
-        except OSError:
-            pass
+            status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+        except (OSError, ValueError):
+            continue
+        if status.get("Name", "").strip() == "cs336hang" and not status.get("State", "").strip().startswith("Z"):
+            procs.append(f"{pid} (parent {status['PPid'].strip()}, {status['State'].strip()})")
     mounts = [line.split()[4] for line in open("/proc/self/mountinfo") if line.split()[4].startswith(str(scratch))]
     grading = os.listdir(scratch)
     return {"processes": procs, "mounts": mounts, "sysv": sorted(_sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}),

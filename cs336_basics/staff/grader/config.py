@@ -14,7 +14,7 @@ class Limits:
     startup_s: int | float = 20  # CPU time to start a worker and import the submission
     wall_per_component_s: int | float = 120  # wall clock per component (and import): only for hangs
     total_s: int | float = 480  # wall clock for the whole grading, public and hidden: under Gradescope's timeout
-    judge_s: int | float = 30  # the grader's own time to check one pass's outputs (each is size-capped)
+    judge_s: int | float = 30  # the grader's own CPU time to check one pass's outputs (each is size-capped)
     memory_mb: int = 4500  # RLIMIT_AS of a worker (see grading.toml for the measurement)
     file_mb: int = 64  # RLIMIT_FSIZE: largest file a worker may write
     disk_mb: int = 64  # the worker's writable home: a tmpfs this large (root only)

@@ -285,15 +285,15 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
         plan = [p for p in plan if p[1]]
         try:
             runs = runner.run(plan, budget_end)
-            deadline = time.monotonic() + config.limits.judge_s
+            deadline = time.thread_time() + config.limits.judge_s  # this thread's CPU time: load does not count
             for c in part:
                 if runs[c.component].grader_out_of_memory:  # the container's fault, not the student's: not docked
                     verdicts[c.name] = (True, runs[c.component].message)
                     report.grader_problems.append(c.name)
                     continue
                 verdicts[c.name] = (_judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
-                                    if time.monotonic() < deadline else
-                                    (False, f"not checked: the grader's {config.limits.judge_s:g} s for checking outputs ran out"))
+                                    if time.thread_time() < deadline else
+                                    (False, f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out"))
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
             print(traceback.format_exc(), file=sys.stderr)
             report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
