@@ -170,6 +170,53 @@ def test_grader_states_the_isolation_level_to_staff_only(tmp):
     assert "isolation" not in visible and "seccomp" not in visible
 
 
+# ------------------------------------------------------------------ without namespaces or a cgroup
+
+
+def test_grader_counts_cpu_time_of_a_worker_without_a_cgroup():
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        while time.process_time() < 0.3:  # CPU time, however busy the machine
+            pass
+        os.write(ready_w, b"x")
+        time.sleep(60)
+        os._exit(0)
+    try:
+        os.read(ready_r, 1)
+        used = sandbox.cpu_seconds(pid, None)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert 0.3 <= used < 5
+
+
+@ROOT_ONLY
+def test_grader_removes_ipc_objects_and_shared_files_a_worker_user_left(tmp_path):
+    uid = sandbox.pick_uid()
+    pid = os.fork()
+    if pid == 0:
+        import ctypes
+
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            ok = libc.shmget(0, 4096, 0o1600) >= 0 and libc.semget(0, 1, 0o1600) >= 0 and libc.msgget(0, 0o1600) >= 0
+            with open(f"/dev/shm/cs336-left-{uid}", "w"):
+                pass
+            os.mkdir(f"/tmp/cs336-left-{uid}")
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0  # the control: without the seccomp filter a worker's user can leave them
+    removed = sandbox.remove_user_leftovers(uid)
+    assert {f"/dev/shm/cs336-left-{uid}", f"/tmp/cs336-left-{uid}"} <= set(removed)
+    assert sum(r.startswith("System V") for r in removed) == 3
+    assert not sandbox._sysv_objects(uid)
+    assert not os.path.exists(f"/dev/shm/cs336-left-{uid}") and not os.path.exists(f"/tmp/cs336-left-{uid}")
+
+
 # ------------------------------------------------------------------ TMPDIR (issue 15, item 7)
 
 
