@@ -430,6 +430,27 @@ def test_grader_grades_under_docker_default_capabilities(tmp, name):
         assert not _sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}
 
 
+def test_grader_container_out_of_memory_is_the_grader_s_problem_not_the_student_s(monkeypatch, tmp_path):
+    spec = sandbox.SandboxSpec(None, str(tmp_path), (), str(tmp_path), CONFIG.limits, isolate=False)
+    run = runner.Runner(tmp_path, tmp_path, tmp_path, tmp_path, spec, reveal=False)
+    monkeypatch.setattr(cgroup, "oom_kills", lambda: run.oom_before + 1)  # the container's OOM killer struck
+    assert not run._failure(["parallel"], True, -signal.SIGKILL, b"", oom=False)["parallel"].grader_out_of_memory
+    run.cgroup_capped = True  # ... while the worker's own group held it below what the container had left
+    failed = run._failure(["parallel", "generate"], True, -signal.SIGKILL, b"", oom=False)
+    assert list(failed) == ["parallel"] and failed["parallel"].grader_out_of_memory
+    assert "container ran out of memory" in failed["parallel"].message.replace("container's", "container")
+    cases = [c for c in graded_cases(CONFIG.components) if c.component == "parallel"]
+    each = Fraction(CONFIG.points["parallel"]) / len(cases)
+    report = GradeReport("x", [CaseResult(c, True, failed["parallel"].message, each, each) for c in cases],
+                         dict(CONFIG.points), grader_problems=[c.name for c in cases])
+    results = to_gradescope(report)
+    assert results["score"] == CONFIG.points["parallel"]  # awarded, not docked
+    assert "ran out of memory" in results["output"] and "not taken from you" in results["output"]
+    assert results["extra_data"]["not_graded_grader_out_of_memory"] == [c.name for c in cases]
+    monkeypatch.setattr(cgroup, "oom_kills", lambda: run.oom_before)  # the worker alone was killed: its fault
+    assert not run._failure(["parallel"], True, -signal.SIGKILL, b"", oom=False)["parallel"].grader_out_of_memory
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
 def test_grader_reference_scores_full_marks_in_768_mb_and_half_a_cpu(tmp):
     run, env = _fake_autograder(tmp, "gradescope-768", tmp / "reference")

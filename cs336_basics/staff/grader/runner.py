@@ -195,6 +195,7 @@ class Runner:
         self.peak_mb = 0.0  # the highest memory peak of a worker's cgroup (staff notes)
         self.log_bytes = 0  # the most a worker printed (staff notes; only a tail is kept)
         self.oom_before = 0  # cgroup.oom_kills() when the current worker started
+        self.cgroup_capped = False  # the current worker's own cgroup holds it below what the container has left
         self.resident_mb = spec.limits.resident_mb  # the current worker's memory: less where the container has less
         if spec.isolate and sandbox.is_root():
             self.notes += [f"detached the home of a grader that died: {p}" for p in sandbox.remove_stale_homes()]
@@ -248,6 +249,7 @@ class Runner:
                               "each file it writes is limited by RLIMIT_FSIZE only")
         limits = self.spec.limits
         self.cgroup, self.oom_before, self.resident_mb = None, cgroup.oom_kills(), limits.resident_mb
+        self.cgroup_capped = False
         machine, held = cgroup.machine_memory()
         if machine is not None:  # a container's limit: the worker's group must run out before the container does
             self.resident_mb = max(64, min(limits.resident_mb, (machine - held) // 2**20 - CONTAINER_SLACK_MB))
@@ -257,6 +259,7 @@ class Runner:
         if self.spec.isolate and sandbox.is_root():
             try:
                 self.cgroup = cgroup.create(self.resident_mb, limits.processes, limits.cpus, limits.socket_mb)
+                self.cgroup_capped = machine is not None
             except OSError as e:
                 self.notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
         cpu = int(limits.startup_s + limits.cpu_per_component_s * len(plan)) + 5  # RLIMIT_CPU: each process's backstop
@@ -365,8 +368,9 @@ class Runner:
             if not ready:
                 return {c: ComponentRun(False, message + " No component could run.") for c in rest}
             return {rest[0]: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
-        if why == "dead" and exitcode == -signal.SIGKILL and cgroup.oom_kills() > self.oom_before:
-            # the container's memory (not the worker's own limit) ran out: the grader's problem, not the student's
+        if why == "dead" and exitcode == -signal.SIGKILL and self.cgroup_capped and cgroup.oom_kills() > self.oom_before:
+            # the container's memory ran out while the worker was under its own group's lower limit: the
+            # grader's problem, not the student's (without such a group the worker itself could cause it)
             message = (f"not graded: the autograder's container ran out of memory (not your code's limit, which is "
                        f"{self.resident_mb} MB), so these points are not taken from you; course staff: give it at "
                        f"least {MIN_CONTAINER_MB} MB")
