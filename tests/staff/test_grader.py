@@ -41,7 +41,8 @@ POINTS = CONFIG.points
 # Limits count CPU seconds (the worker's cgroup, its processes included), so load does not change
 # them: the reference needs <= 0.5 CPU s per component but the parallel one (1.4 CPU s for its
 # hidden cases, its ranks included; printed by `cs336 grade`); 8 s keeps the infinite loop's cost down.
-TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8))
+# The wall-clock budget for the whole grading (Gradescope's timeout) is lifted here: a test of it sets its own.
+TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8, total_s=3600))
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
 LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
@@ -614,16 +615,17 @@ def test_grader_infinite_loop_loses_only_that_component(graded):
 
 
 def test_grader_time_budget_fails_the_components_it_did_not_reach(samples):
-    # softmax spins past the budget (its CPU limit is far above); one budget for the whole grading
+    # softmax spins past the budget (its CPU limit is far above); one budget for the whole grading.
+    # On a loaded machine the grader's own preparation may use the budget before any component.
     config = replace(TEST_CONFIG, limits=replace(TEST_CONFIG.limits, cpu_per_component_s=60, total_s=4))
     report = grade(samples["infinite_loop"], config)
-    reached = ALL[: ALL.index("softmax")]
-    assert all(r.passed for r in report.results if r.case.component in reached and not r.case.hidden)
-    after = [c for c in ALL if c not in reached and c != "softmax"]
     budget = "time budget of 4 s for the whole submission ran out"
-    assert all(budget in o for c in after for o in outputs(report, c))
-    assert all(budget in o for o in outputs(report, "softmax"))
-    assert all(budget in o for c in reached for o in outputs(report, c, hidden=True))  # no budget of their own
+    reached = ALL[: ALL.index("softmax")]
+    for r in report.results:
+        if r.case.component in reached and not r.case.hidden:
+            assert r.passed or budget in r.output
+        else:  # softmax, the components after it, and every hidden case: no budget of their own
+            assert not r.passed and budget in r.output
 
 
 def test_grader_memory_hog_loses_only_that_component(graded):
@@ -731,8 +733,9 @@ def test_grader_results_json_lists_every_test_with_max_score(graded, name):
     data = to_gradescope(graded[name])
     cases = graded_cases(CONFIG.components)
     assert [t["name"] for t in data["tests"]] == [c.title for c in cases]
-    assert round(sum(t["max_score"] for t in data["tests"]), 4) == CONFIG.max_score
-    assert data["score"] == round(sum(t["score"] for t in data["tests"]), 4) == graded[name].score
+    assert sum(t["max_score"] for t in data["tests"]) == CONFIG.max_score  # exactly: binary fractions
+    assert data["score"] == sum(t["score"] for t in data["tests"])
+    assert abs(data["score"] - graded[name].score) <= len(cases) / 1024  # each share rounded once
     for test, case in zip(data["tests"], cases, strict=True):
         assert test["visibility"] == ("after_published" if case.hidden else "visible")
         assert test["status"] == ("passed" if test["score"] == test["max_score"] else "failed")
