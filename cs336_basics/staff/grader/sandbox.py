@@ -201,6 +201,9 @@ def _new_pid_namespace(libc) -> None:
     pid = os.fork()
     if pid:  # never returns: this process must not go on to run the student's code too
         code = 1
+        # no inherited descriptor: the forkserver's "alive" pipe among them would keep the
+        # forkserver, and so this process (PR_SET_PDEATHSIG), alive after the grader's death
+        os.closerange(3, 1 << 16)
         try:
             _, status = os.waitpid(pid, 0)
             code = os.waitstatus_to_exitcode(status)
