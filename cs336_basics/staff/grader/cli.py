@@ -23,6 +23,7 @@ def _refuse_without_sandbox(args) -> int | None:
     level = preflight.level(failed)
     if preflight.LEVELS.index(level) >= preflight.LEVELS.index(required):
         print(f"isolation level: {level}" + (f" (missing: {', '.join(failed)})" if failed else ""))
+        preflight.record(failed)  # grade() states it: probed here, before grade-all starts its threads
         return None
     import os
 

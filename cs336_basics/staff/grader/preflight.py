@@ -14,7 +14,6 @@ extra_data, never a student-visible field). The README's grader section lists ea
 residual risks.
 """
 
-import functools
 import json
 import os
 import shutil
@@ -123,11 +122,20 @@ def level(failed: dict[str, str]) -> str:
     return next(name for name in reversed(LEVELS) if not set(REQUIRES[name]) & set(failed))
 
 
-@functools.lru_cache(maxsize=1)
+_probed: tuple[str, tuple[tuple[str, str], ...]] | None = None
+
+
+def record(failed: dict[str, str]) -> None:
+    """Remember what missing() found (the command line probes before it starts any thread)."""
+    global _probed
+    _probed = level(failed), tuple(sorted(failed.items()))
+
+
 def probe() -> tuple[str, tuple[tuple[str, str], ...]]:
     """(level, ((mechanism, why it failed), ...)) for this machine, probed once per process."""
-    failed = missing()
-    return level(failed), tuple(sorted(failed.items()))
+    if _probed is None:
+        record(missing())
+    return _probed
 
 
 def statement(isolate: bool = True) -> dict:
