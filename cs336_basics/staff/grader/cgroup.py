@@ -11,9 +11,10 @@ group per controller hierarchy (memory.limit_in_bytes and memory.memsw.limit_in_
 memory.kmem.tcp.limit_in_bytes: v1 does not count TCP buffers in limit_in_bytes, pids.max,
 cpu.cfs_quota_us / cpu.cfs_period_us, and cpuacct's group when it is mounted apart from cpu).
 The CPU time the group's processes used (`cpu_seconds`: v2 cpu.stat usage_usec, v1
-cpuacct.usage) is what the grader's time limits count. Groups are made under the grader's own group in each hierarchy
-(/proc/self/cgroup), named cs336-worker-<grader pid>-<n>. See Documentation/admin-guide/cgroup-v2.rst
-and Documentation/admin-guide/cgroup-v1/{memory,pids}.rst and scheduler/sched-bwc.rst of the kernel.
+cpuacct.usage) is what the grader's time limits count. Groups are made under the grader's own
+group in each hierarchy (/proc/self/cgroup), named cs336-worker-<grader pid>-<n>. See the kernel's
+Documentation/admin-guide/cgroup-v2.rst, cgroup-v1/{memory,pids,cpuacct}.rst and
+scheduler/sched-bwc.rst.
 """
 
 import itertools
