@@ -231,12 +231,30 @@ def create(memory_mb: int, tasks: int, cpus: float, socket_mb: int = 64) -> Cgro
             _write(mem, "memory.kmem.tcp.limit_in_bytes", str(min(memory, socket_mb * 2**20)))
         _write(pids, "pids.max", str(tasks))
         _write(cpu, "cpu.cfs_period_us", str(PERIOD_US))
-        _write(cpu, "cpu.cfs_quota_us", str(quota))
+        _write(cpu, "cpu.cfs_quota_us", str(min(quota, _v1_quota_cap(os.path.dirname(cpu)))))
     except OSError:
         for d in reversed(made):
             os.rmdir(d)
         raise
     return group
+
+
+def _v1_quota_cap(parent: str) -> int:
+    """The largest cpu.cfs_quota_us (per PERIOD_US) a v1 child of `parent` may have: the kernel
+    refuses (EINVAL) a quota above an ancestor's, as when the grader itself runs in a group of
+    half a CPU."""
+    cap, d = 2**62, parent
+    mount = _mounts().get("cpu", "/")
+    while True:
+        try:
+            quota, period = int(_read(d, "cpu.cfs_quota_us")), int(_read(d, "cpu.cfs_period_us"))
+            if quota > 0:
+                cap = min(cap, quota * PERIOD_US // period)
+        except (OSError, ValueError):
+            pass
+        if os.path.normpath(d) == os.path.normpath(mount) or d in ("/", ""):
+            return cap
+        d = os.path.dirname(d)
 
 
 def remove_stale() -> list[str]:
