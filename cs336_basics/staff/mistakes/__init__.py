@@ -1,0 +1,115 @@
+"""The mistake catalogue: plausible wrong implementations of the kernels, each with a diagnosis
+in words, and correct implementations written differently (the accepted variants).
+
+Staff only. The fixture generator stores, for every public case a mistake fails, a fingerprint
+of the mistake's output (make_fixtures.py), so a student's failing output can be named
+("your output equals what RMSNorm with epsilon outside the square root gives") without
+shipping any of this code. tests/staff/test_mistake_catalogue.py checks that every mistake
+fails a case and is named there, and that every variant passes every case.
+
+One submodule per area (ffn.py, decoder.py, parallel.py, variants.py, ...). Each entry is
+registered by the decorator right above its function:
+
+    @mistake("rmsnorm-sum_not_mean", F, "rmsnorm", diagnosis="RMSNorm with the sum of squares ...")
+    def rmsnorm_sum_not_mean(x, weight, eps=1e-5, cast_before_gain=False): ...
+
+A new area is a new `mistakes/<area>.py`: every submodule of this package is imported below, and
+the collected entries are ordered by `cs336_basics.COMPONENTS`, so nothing here needs editing.
+"""
+
+import contextlib
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from cs336_basics import COMPONENTS
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A replacement for one kernel (or module method): `owner.attribute = replacement`."""
+
+    name: str  # <component>-<what>, used as the test id
+    owner: object  # the module or class whose attribute is replaced
+    attribute: str
+    replacement: Callable
+
+    @property
+    def component(self) -> str:
+        return self.name.split("-")[0]
+
+    @contextlib.contextmanager
+    def applied(self):
+        original = getattr(self.owner, self.attribute)
+        setattr(self.owner, self.attribute, self.replacement)
+        try:
+            yield
+        finally:
+            setattr(self.owner, self.attribute, original)
+
+
+@dataclass(frozen=True)
+class Mistake(Variant):
+    """A plausible wrong implementation and, in words, what it does wrong."""
+
+    raises: tuple[type[BaseException], ...] = ()  # exceptions that are this mistake's failure, besides a wrong output
+    diagnosis: str = ""  # completes "your output equals what ... gives"
+
+
+MISTAKES: list[Mistake] = []  # each fails at least one public snapshot case
+VARIANTS: list[Variant] = []  # each passes every case
+# Tensor-parallel mistakes no forward snapshot can see (the adapters return outputs, not
+# gradients or collective counts): (mistake, caught_by), each failing the test of
+# tests/test_parallel_layers.py whose id contains `caught_by`; the catalogue test checks it does.
+PARALLEL_MISTAKES_BEYOND_SNAPSHOTS: list[tuple[Mistake, str]] = []
+
+
+def mistake(name: str, owner: object, attribute: str, *, diagnosis: str,
+            raises: tuple[type[BaseException], ...] = (), caught_by: str | None = None):  # fmt: skip
+    """Register the decorated function as the mistake `name` (`<component>-<what>`) replacing
+    `owner.attribute`; with `caught_by`, as a parallel mistake only that test sees."""
+
+    def register(fn: Callable) -> Callable:
+        entry = Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis)
+        if caught_by is None:
+            MISTAKES.append(entry)
+        else:
+            PARALLEL_MISTAKES_BEYOND_SNAPSHOTS.append((entry, caught_by))
+        return fn
+
+    return register
+
+
+def variant(name: str, owner: object, attribute: str):
+    """Register the decorated function as the accepted variant `name` replacing `owner.attribute`."""
+
+    def register(fn: Callable) -> Callable:
+        VARIANTS.append(Variant(name, owner, attribute, fn))
+        return fn
+
+    return register
+
+
+def up(x):
+    """x in float64 if it is float64, else in float32 (the compute dtype of the kernels)."""
+    return x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
+
+
+def plus_bias(y, bias):
+    return y if bias is None else y + bias
+
+
+for _area in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_area.name}")
+
+
+def _in_component_order(entry) -> int:
+    component = (entry[0] if isinstance(entry, tuple) else entry).component
+    return COMPONENTS.index(component) if component in COMPONENTS else len(COMPONENTS)
+
+
+for _entries in (MISTAKES, VARIANTS, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS):
+    _entries.sort(key=_in_component_order)  # stable: registration order within a component

@@ -1,0 +1,269 @@
+"""Mistakes in the decoder: attention, RoPE, multi-head self-attention, the decoder layer, the
+language model and generation."""
+
+import math
+
+import torch
+
+import cs336_basics.generate as generation
+from cs336_basics.nn import TransformerBlock, TransformerLM
+from cs336_basics.nn import functional as F
+
+from . import mistake
+
+# ---- attention (scaled_dot_product_attention) --------------------------------------------------
+
+
+def _masked(scores, blocked):
+    return scores if blocked is None else scores.masked_fill(blocked, float("-inf"))
+
+
+def _blocked(mask):
+    return None if mask is None else ~mask
+
+
+@mistake("attention-mask_inverted", F, "scaled_dot_product_attention",
+         diagnosis="attention treating True in the mask as blocked (masked_fill(mask, -inf) instead of ~mask)")
+def sdpa_mask_inverted(Q, K, V, mask=None):
+    return F.softmax(_masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), mask), -1) @ V
+
+
+@mistake("attention-scaled_by_d_k", F, "scaled_dot_product_attention",
+         diagnosis="attention dividing the scores by d_k instead of sqrt(d_k)")
+def sdpa_scale_by_d_k(Q, K, V, mask=None):
+    return F.softmax(_masked(Q @ K.transpose(-1, -2) / Q.shape[-1], _blocked(mask)), -1) @ V
+
+
+@mistake("attention-softmax_over_queries", F, "scaled_dot_product_attention",
+         diagnosis="attention with the softmax over the queries (dim=-2) instead of over the keys (dim=-1)")
+def sdpa_softmax_over_queries(Q, K, V, mask=None):
+    s = _masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), _blocked(mask))
+    return torch.nan_to_num(F.softmax(s, -2)) @ V
+
+
+@mistake("attention-mask_after_softmax", F, "scaled_dot_product_attention",
+         diagnosis="attention zeroing masked probabilities after the softmax (the rows no longer sum to 1)")
+def sdpa_mask_after_softmax(Q, K, V, mask=None):
+    p = F.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1)
+    return (p if mask is None else p * mask) @ V
+
+
+@mistake("attention-no_scaling", F, "scaled_dot_product_attention",
+         diagnosis="attention without the 1/sqrt(d_k) scaling of the scores")
+def sdpa_no_scale(Q, K, V, mask=None):
+    return F.softmax(_masked(Q @ K.transpose(-1, -2), _blocked(mask)), -1) @ V
+
+
+# ---- rope -------------------------------------------------------------------------------------------
+
+_rope = F.rope  # the correct kernel, for mistakes that call it while F.rope is replaced
+
+
+def _rope_with_angles(x, ang):
+    c, s = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    p = x.unflatten(-1, (-1, 2))
+    x0, x1 = p[..., 0], p[..., 1]
+    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), -1).flatten(-2)
+
+
+@mistake("rope-rotates_halves", F, "rope",
+         diagnosis="RoPE pairing x[k] with x[k + d_k/2] (Hugging Face's rotate_half) instead of adjacent pairs "
+         "(x[2k], x[2k+1])")
+def rope_rotate_halves(x, cos, sin, token_positions):
+    c, s = cos[token_positions].to(x.dtype), sin[token_positions].to(x.dtype)
+    h = x.shape[-1] // 2
+    x0, x1 = x[..., :h], x[..., h:]
+    return torch.cat([x0 * c - x1 * s, x0 * s + x1 * c], -1)
+
+
+@mistake("rope-ignores_token_positions", F, "rope",
+         diagnosis="RoPE at positions 0, 1, ..., seq-1 whatever token_positions says")
+def rope_ignores_positions(x, cos, sin, token_positions):
+    return _rope(x, cos, sin, torch.arange(x.shape[-2]))
+
+
+@mistake("rope-rotates_backwards", F, "rope",
+         diagnosis="RoPE rotating by minus the angle (the signs of the sin terms swapped)")
+def rope_sign_flipped(x, cos, sin, token_positions):
+    return _rope(x, cos, -sin, token_positions)
+
+
+@mistake("rope-frequency_exponent_k_not_2k", F, "rope",
+         diagnosis="RoPE with frequencies theta^(-k/d_k) instead of theta^(-2k/d_k) for pair k")
+def rope_frequency_uses_k_not_2k(x, cos, sin, token_positions):
+    inv_freq = torch.acos(cos[1].double().clamp(-1, 1))  # position 1's angles: theta^(-2k/d_k), all in [0, 1]
+    angles = token_positions.to(torch.float64)[..., None] * inv_freq.sqrt()  # theta^(-k/d_k)
+    return _rope_with_angles(x, angles)
+
+
+# ---- mha: each mistake changes one step of project -> split heads -> rotate -> attend -> merge -------
+
+
+def _split_heads(t, d_k):
+    return t.unflatten(-1, (-1, d_k)).transpose(-3, -2)  # (..., heads, seq, d_k)
+
+
+def _rotate(x, rope_cache, token_positions, *heads):
+    if rope_cache is None:
+        return heads
+    pos = (torch.arange(x.shape[-2]) if token_positions is None else token_positions).unsqueeze(-2)
+    return tuple(F.rope(t, *rope_cache, pos) for t in heads)
+
+
+def _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads):
+    d_k = q_proj_weight.shape[0] // num_heads
+    return (split(x @ w.T, d_k) for w in (q_proj_weight, k_proj_weight, v_proj_weight))
+
+
+def _merge(out, o_proj_weight):
+    return out.transpose(-3, -2).flatten(-2) @ o_proj_weight.T
+
+
+def _causal(x):
+    return F.causal_mask(x.shape[-2], x.shape[-2])
+
+
+@mistake("mha-no_causal_mask", F, "multihead_self_attention",
+         diagnosis="self-attention without the causal mask (every position sees later tokens)")
+def mha_no_causal_mask(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
+                       token_positions=None, kv_cache=None):  # fmt: skip
+    q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
+    q, k = _rotate(x, rope_cache, token_positions, q, k)
+    return _merge(F.grouped_query_attention(q, k, v, None), o_proj_weight)
+
+
+def _split_heads_strided(t, d_k):
+    return t.unflatten(-1, (d_k, -1)).transpose(-1, -2).transpose(-3, -2)  # head h takes columns h, h + H, ...
+
+
+@mistake("mha-heads_split_wrong", F, "multihead_self_attention",
+         diagnosis="self-attention splitting d_model into (d_k, num_heads) instead of (num_heads, d_k)")
+def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
+                          token_positions=None, kv_cache=None):  # fmt: skip
+    q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_strided)
+    q, k = _rotate(x, rope_cache, token_positions, q, k)
+    return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
+
+
+@mistake("mha-kv_heads_tiled", F, "multihead_self_attention",
+         diagnosis="grouped-query attention with query head h reading kv head h % num_kv_heads (tiled) instead of "
+         "h // (num_heads / num_kv_heads)")
+def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
+                                  rope_cache=None, token_positions=None, kv_cache=None):  # fmt: skip
+    q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
+    q, k = _rotate(x, rope_cache, token_positions, q, k)
+    group = num_heads // k.shape[-3]
+    k, v = (t.repeat(*([1] * (t.dim() - 3)), group, 1, 1) for t in (k, v))  # repeat, not repeat_interleave
+    return _merge(F.scaled_dot_product_attention(q, k, v, _causal(x)), o_proj_weight)
+
+
+@mistake("mha-rotary_on_values", F, "multihead_self_attention",
+         diagnosis="self-attention rotating the values as well as the queries and keys")
+def mha_rope_on_values(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
+                       token_positions=None, kv_cache=None):  # fmt: skip
+    q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
+    q, k, v = _rotate(x, rope_cache, token_positions, q, k, v)
+    return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
+
+
+# ---- decoder layer and lm (as forward functions of the modules) ---------------------------------------
+
+
+@mistake("block-post_norm", TransformerBlock, "forward",
+         diagnosis="the decoder layer normalising after each residual sum (post-norm)")
+def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None):
+    h = block.ln1(x + block.attn(x, token_positions, kv_cache))  # Vaswani et al. 2017
+    return block.ln2(h + block.ffn(h))
+
+
+@mistake("block-ffn_reads_block_input", TransformerBlock, "forward",
+         diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention")
+def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None):
+    h = x + block.attn(block.ln1(x), token_positions, kv_cache)
+    return h + block.ffn(block.ln2(x))  # a parallel block by accident
+
+
+@mistake("block-norms_swapped", TransformerBlock, "forward", diagnosis="the decoder layer with ln1 and ln2 swapped")
+def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None):
+    h = x + block.attn(block.ln2(x), token_positions, kv_cache)
+    return h + block.ffn(block.ln1(h))
+
+
+def _layers(model, in_indices, token_positions, kv_cache=None):
+    x = model.token_embeddings(in_indices)
+    for i, layer in enumerate(model.layers):
+        x = layer(x, token_positions, kv_cache[i] if kv_cache else None)
+    return x
+
+
+def _head(model):
+    return model.token_embeddings.weight if model.lm_head is None else model.lm_head.weight
+
+
+@mistake("lm-no_final_norm", TransformerLM, "forward",
+         diagnosis="the language model without ln_final before the output head")
+def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None):
+    return F.linear(_layers(model, in_indices, token_positions), _head(model))  # the cache ignored too
+
+
+@mistake("lm-returns_probabilities", TransformerLM, "forward",
+         diagnosis="the language model returning softmax probabilities instead of logits")
+def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None):
+    x = _layers(model, in_indices, token_positions)  # the cache ignored too
+    return F.softmax(F.linear(model.ln_final(x), _head(model)), -1)
+
+
+@mistake("lm-head_always_tied", TransformerLM, "forward",
+         diagnosis="the language model using token_embeddings.weight as the output head even when lm_head.weight "
+         "is given (untied)")
+def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None):
+    # (positions starting at 1 instead of 0 would be no mistake: RoPE scores depend only on offsets)
+    x = _layers(model, in_indices, token_positions, kv_cache)
+    return F.linear(model.ln_final(x), model.token_embeddings.weight)
+
+
+# ---- generate (replacements for cs336_basics.generate.generate) -----------------------------------------
+
+
+def _prefill(model, prompt_ids, max_new_tokens):
+    ids = torch.tensor(list(prompt_ids))[None]
+    return ids, min(max_new_tokens, model.config.context_length - ids.shape[-1])
+
+
+@mistake("generate-positions_restart_with_cache", generation, "generate",
+         diagnosis="generation feeding each new token at position 0 (not after the cached ones)")
+def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                               generator=None, use_cache=True):  # fmt: skip
+    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
+    cache = model.new_kv_cache(ids.shape[-1] + budget)
+    with torch.no_grad():
+        logits = model(ids, kv_cache=cache)[:, -1]
+        for step in range(budget):
+            token = logits.argmax(-1)
+            yield int(token)
+            if step < budget - 1:
+                logits = model(token[:, None], token_positions=torch.tensor([0]), kv_cache=cache)[:, -1]
+
+
+@mistake("generate-next_token_from_first_position", generation, "generate",
+         diagnosis="generation choosing each token from the logits of the first position instead of the last")
+def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                                 generator=None, use_cache=True):  # fmt: skip
+    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
+    with torch.no_grad():
+        for _ in range(budget):
+            ids = torch.cat([ids, model(ids)[:, 0].argmax(-1, keepdim=True)], -1)
+            yield int(ids[0, -1])
+
+
+@mistake("generate-newest_token_alone", generation, "generate",
+         diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)")
+def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                                generator=None, use_cache=True):  # fmt: skip
+    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
+    with torch.no_grad():
+        logits = model(ids)[:, -1]
+        for step in range(budget):
+            token = logits.argmax(-1)
+            yield int(token)
+            logits = model(token[:, None], token_positions=torch.tensor([ids.shape[-1] + step]))[:, -1]
