@@ -38,10 +38,11 @@ from cs336_basics.staff.handout import all_solution_regions, build_handout, rest
 
 CONFIG = load_config()
 POINTS = CONFIG.points
-# The reference needs <= 0.6 s per component (printed by `cs336 grade`; the parallel component,
-# which starts process groups, is the slowest, 1.2 s for its hidden cases on a loaded machine):
-# 8 s leaves room on a busy CI machine and keeps the infinite loop's cost down.
-TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=8, startup_s=30))
+# Limits count CPU seconds (the worker's cgroup, its processes included), so load does not change
+# them: the reference needs <= 0.5 CPU s per component but the parallel one (1.4 CPU s for its
+# hidden cases, its ranks included; printed by `cs336 grade`); 8 s keeps the infinite loop's cost down.
+# The wall-clock budget for the whole grading (Gradescope's timeout) is lifted here: a test of it sets its own.
+TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8, total_s=3600))
 # For the samples that test the sandbox's limits on processes (fork bombs, spinners, lingering and
 # double-forked processes, a gloo group): their components run as the tensor-parallel one does, in
 # a worker of their own that may start processes; every other worker refuses to (seccomp).
@@ -328,47 +329,36 @@ return weight[token_ids]
 """.replace("SPIN_COMM", SPIN_COMM).replace("MEMFD_MB", str(CONFIG.limits.resident_mb + 256))
 
 
-# Loopback only: silu starts a 2-process gloo group on 127.0.0.1 and all_reduces, then tries
+# Sockets: silu's worker tries a TCP socket (only the network components' workers may) and a
+# netlink socket gloo does not need; the parallel ranks (in a gloo group on 127.0.0.1) try
 # addresses that are not loopback; gelu and softmax fail inside a library (einops in the
 # virtualenv, json in Python's standard library), so their innermost frame is a library's.
 USES_LOOPBACK = """
-import datetime, json, os, socket
-import torch.distributed as dist
+import json, socket
 seen = {}
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
-def group(rank):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=datetime.timedelta(seconds=2))
-    t = torch.full((3,), float(rank + 1))
-    dist.all_reduce(t)
-    dist.destroy_process_group()
-    return t.tolist()
-pid = os.fork()
-if pid == 0:
-    try:
-        group(1)
-    finally:
-        os._exit(0)
 try:
-    seen["all_reduce"] = group(0)
-except Exception as e:
-    seen["all_reduce"] = repr(e)[:200]
-os.waitpid(pid, 0)
-for address in ("1.1.1.1", "10.0.0.1", "192.168.1.1"):
-    try:
-        socket.create_connection((address, 80), timeout=2).close()
-        seen[address] = "connected"
-    except OSError as e:
-        seen[address] = str(e)
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    seen["inet"] = "created"
+except OSError as e:
+    seen["inet"] = e.errno
 try:
     socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()  # NETLINK_SOCK_DIAG: not the routing one gloo needs
     seen["sock_diag"] = "created"
 except OSError as e:
     seen["sock_diag"] = e.errno
 raise RuntimeError("LOOPBACK" + json.dumps(seen) + "LOOPBACK")
+"""
+REACHES_OUT = """
+import json, socket
+import torch.distributed as dist
+seen = {"group": dist.get_world_size()}
+for address in ("1.1.1.1", "10.0.0.1", "192.168.1.1"):
+    try:
+        socket.create_connection((address, 80), timeout=2).close()
+        seen[address] = "connected"
+    except OSError as e:
+        seen[address] = str(e)
+raise RuntimeError("REACHES" + json.dumps(seen) + "REACHES")
 """
 
 
@@ -472,6 +462,7 @@ return out
     samples["exhausts"] = cheat(tmp, "exhausts", EXHAUSTS)
     root = samples["uses_loopback"] = sample(tmp, "uses_loopback")
     replace_region(root, "functional.silu", USES_LOOPBACK)
+    replace_region(root, "ColumnParallelLinear.forward", REACHES_OUT)
     replace_region(root, "functional.gelu", 'import einops\nreturn einops.rearrange(x, "a b -> c")\n')
     replace_region(root, "functional.softmax", 'import json\nreturn json.loads("{")\n')
     unsafe = samples["unsafe_zip"] = tmp / "unsafe.zip"
@@ -634,17 +625,23 @@ def test_grader_import_error_scores_zero_and_says_why(graded):
 
 def test_grader_infinite_loop_loses_only_that_component(graded):
     report = graded["infinite_loop"]
-    assert report.component_scores() == scores_if_only(*unaffected_by("softmax"))
-    assert all(f"time limit of {TEST_CONFIG.limits.time_per_component_s:g} s" in o for o in outputs(report, "softmax"))
+    failures = [r.output[:400] for r in report.results if not r.passed and r.case.component != "softmax"]
+    assert report.component_scores() == scores_if_only(*unaffected_by("softmax")), failures
+    assert all(f"CPU time limit of {TEST_CONFIG.limits.cpu_per_component_s:g} s" in o for o in outputs(report, "softmax"))
 
 
 def test_grader_time_budget_fails_the_components_it_did_not_reach(samples):
-    config = replace(TEST_CONFIG, limits=replace(TEST_CONFIG.limits, total_s=2))  # softmax hangs past it
+    # softmax spins past the budget (its CPU limit is far above); one budget for the whole grading.
+    # On a loaded machine the grader's own preparation may use the budget before any component.
+    config = replace(TEST_CONFIG, limits=replace(TEST_CONFIG.limits, cpu_per_component_s=60, total_s=4))
     report = grade(samples["infinite_loop"], config)
+    budget = "time budget of 4 s for the whole submission ran out"
     reached = ALL[: ALL.index("softmax")]
-    assert report.component_scores() == scores_if_only(*reached)
-    after = [c for c in ALL if c not in reached and c != "softmax"]
-    assert all("time budget of 2 s for the whole submission ran out" in o for c in after for o in outputs(report, c))
+    for r in report.results:
+        if r.case.component in reached and not r.case.hidden:
+            assert r.passed or budget in r.output
+        else:  # softmax, the components after it, and every hidden case: no budget of their own
+            assert not r.passed and budget in r.output
 
 
 def test_grader_memory_hog_loses_only_that_component(graded):
@@ -733,7 +730,7 @@ def test_grader_worker_runs_unprivileged_without_network_or_staff_files(graded):
     assert seen["uid"] not in (0, os.getuid())
     assert set(seen["repo"]) <= {".venv"}  # the staff repository is an empty directory
     assert seen["hidden"] in ("FileNotFoundError", "PermissionError")
-    assert "unreachable" in seen["network"]
+    assert "Address family not supported" in seen["network"]  # no AF_INET socket outside the network components
     assert set(seen["env"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE"}
     # /tmp holds only its own sandbox, and the path down to the virtualenv when that lives in /tmp
     prefixes = [Path(os.path.realpath(p)).parts for p in (sys.prefix, sys.base_prefix)]
@@ -752,8 +749,9 @@ def test_grader_results_json_lists_every_test_with_max_score(graded, name):
     data = to_gradescope(graded[name])
     cases = graded_cases(CONFIG.components)
     assert [t["name"] for t in data["tests"]] == [c.title for c in cases]
-    assert round(sum(t["max_score"] for t in data["tests"]), 4) == CONFIG.max_score
-    assert data["score"] == round(sum(t["score"] for t in data["tests"]), 4) == graded[name].score
+    assert sum(t["max_score"] for t in data["tests"]) == CONFIG.max_score  # exactly: binary fractions
+    assert data["score"] == sum(t["score"] for t in data["tests"])
+    assert abs(data["score"] - graded[name].score) <= len(cases) / 1024  # each share rounded once
     for test, case in zip(data["tests"], cases, strict=True):
         assert test["visibility"] == ("after_published" if case.hidden else "visible")
         assert test["status"] == ("passed" if test["score"] == test["max_score"] else "failed")
@@ -1047,14 +1045,17 @@ def test_cgroup_bounds_processes_even_for_root(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
-def test_grader_worker_can_run_a_gloo_group_on_loopback_and_reach_nothing_else(graded):
+def test_grader_only_network_components_get_tcp_sockets_and_their_ranks_reach_only_loopback(graded):
     import errno
 
     output = outputs(graded["uses_loopback"], "silu", hidden=False)[0]
     seen = json.loads(re.search(r"LOOPBACK(\{.*\})LOOPBACK", output).group(1))
-    assert seen["all_reduce"] == [3.0, 3.0, 3.0]
+    assert seen == {"inet": errno.EAFNOSUPPORT, "sock_diag": errno.EAFNOSUPPORT}
+    assert "parallel" in CONFIG.limits.network_components
+    ranks = [o for o in outputs(graded["uses_loopback"], "parallel", hidden=False) if "REACHES" in o]
+    seen = json.loads(re.search(r"REACHES(\{.*?\})REACHES", ranks[0]).group(1))
+    assert seen["group"] >= 2  # inside a running gloo group on 127.0.0.1
     assert all("unreachable" in seen[a] for a in ("1.1.1.1", "10.0.0.1", "192.168.1.1"))
-    assert seen["sock_diag"] == errno.EAFNOSUPPORT
 
 
 def test_grader_library_frames_in_tracebacks_show_no_host_path(graded):

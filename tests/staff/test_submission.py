@@ -26,7 +26,7 @@ from cs336_basics.staff.grader.report import summary_table, to_gradescope
 from cs336_basics.staff.handout import build_handout, restore_solutions
 
 CONFIG = load_config()
-TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, time_per_component_s=10, startup_s=30))
+TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=10, startup_s=10))
 TOP = "assignment1-basics"  # students zip the folder itself
 VENV_FILES = 60_000
 BIG_FILE_MB = 256

@@ -30,14 +30,15 @@ cd "$SOURCE"
 # The locked runtime dependencies only: the grader needs no dev tools, and the project itself is
 # imported from this directory. Bytecode is compiled now so that each grading starts fast.
 uv sync --locked --no-dev --no-install-project --compile-bytecode
-# Workers run student code as an unprivileged user inside a mount namespace that hides this
-# directory; should namespaces be unavailable, permissions hide it too: the environment stays
-# readable, the reference, the staff tools and the fixtures do not.
+""" + (PERMISSIONS_SH := """# Workers run student code as an unprivileged user inside a mount namespace that hides this
+# directory; where there are no namespaces (a container without CAP_SYS_ADMIN: isolation level
+# "container"), permissions hide it: the environment stays readable, the reference, the staff
+# tools and the fixtures do not.
 chmod 711 "$SOURCE"
 chmod -R go-rwx "$SOURCE/cs336_basics" "$SOURCE/tests" "$SOURCE/fixtures" "$SOURCE/hidden_fixtures"
-chmod -R a+rX "$SOURCE/.venv"
+if [ -d "$SOURCE/.venv" ]; then chmod -R a+rX "$SOURCE/.venv"; fi
 if [ -d /opt/uv-python ]; then chmod -R a+rX /opt/uv-python; fi
-"""
+""")
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for each submission: grade /autograder/submission (the student's upload:

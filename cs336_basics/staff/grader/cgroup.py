@@ -6,11 +6,15 @@ any student code runs (`join`), and the grader reads the peak and the OOM kills 
 (`usage`) and removes the group once every process in it is killed (`remove`).
 
 cgroup v2 when the unified hierarchy has the memory, pids and cpu controllers (memory.max,
-memory.swap.max, pids.max, cpu.max); v1 otherwise, one group per controller hierarchy
-(memory.limit_in_bytes and memory.memsw.limit_in_bytes, pids.max, cpu.cfs_quota_us /
-cpu.cfs_period_us). Groups are made under the grader's own group in each hierarchy
-(/proc/self/cgroup), named cs336-worker-<grader pid>-<n>. See Documentation/admin-guide/cgroup-v2.rst
-and Documentation/admin-guide/cgroup-v1/{memory,pids}.rst and scheduler/sched-bwc.rst of the kernel.
+memory.swap.max, pids.max, cpu.max; socket buffers are part of memory.max); v1 otherwise, one
+group per controller hierarchy (memory.limit_in_bytes and memory.memsw.limit_in_bytes,
+memory.kmem.tcp.limit_in_bytes: v1 does not count TCP buffers in limit_in_bytes, pids.max,
+cpu.cfs_quota_us / cpu.cfs_period_us, and cpuacct's group when it is mounted apart from cpu).
+The CPU time the group's processes used (`cpu_seconds`: v2 cpu.stat usage_usec, v1
+cpuacct.usage) is what the grader's time limits count. Groups are made under the grader's own
+group in each hierarchy (/proc/self/cgroup), named cs336-worker-<grader pid>-<n>. See the kernel's
+Documentation/admin-guide/cgroup-v2.rst, cgroup-v1/{memory,pids,cpuacct}.rst and
+scheduler/sched-bwc.rst.
 """
 
 import itertools
@@ -21,7 +25,9 @@ import time
 from dataclasses import dataclass
 
 CONTROLLERS = ("memory", "pids", "cpu")
+OPTIONAL_V1 = ("cpuacct",)  # CPU time: co-mounted with cpu ("cpu,cpuacct") or a hierarchy of its own
 CGROUP_ROOT = "/sys/fs/cgroup"
+MOUNTINFO, PROC_CGROUP = "/proc/self/mountinfo", "/proc/self/cgroup"  # a test points these at a fake tree
 PERIOD_US = 100_000
 _counter = itertools.count(1)
 _lock = threading.Lock()
@@ -30,7 +36,7 @@ _lock = threading.Lock()
 @dataclass(frozen=True)
 class Cgroup:
     version: int  # 1 or 2
-    dirs: tuple[str, ...]  # v2: one directory; v1: one per controller (memory first)
+    dirs: tuple[str, ...]  # v2: one directory; v1: one per controller hierarchy (memory, pids, cpu[, cpuacct])
 
     def join(self, pid: int = 0) -> None:
         """Move pid (0: this process) into the group, in every hierarchy. OSError if refused."""
@@ -59,6 +65,19 @@ class Cgroup:
                          int(oom.get("oom_kill", 0)) + int(_read(d, "memory.failcnt")))
         except (OSError, ValueError):
             return Usage(0, 0, 0)
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) the group's processes have used, dead ones included; None if unreadable."""
+        try:
+            if self.version == 2:
+                stat = dict(line.split() for line in _read(self.dirs[0], "cpu.stat").splitlines())
+                return int(stat["usage_usec"]) / 1e6
+            for d in self.dirs[2:]:
+                if os.path.exists(f"{d}/cpuacct.usage"):
+                    return int(_read(d, "cpuacct.usage")) / 1e9
+        except (OSError, ValueError, KeyError):
+            pass
+        return None
 
     def kill_all(self, rounds: int = 200) -> bool:
         """SIGKILL every process in the group until it is empty; whether it is."""
@@ -120,7 +139,7 @@ def _write(d: str, name: str, value: str) -> None:
 def _own_groups() -> dict[str, str]:
     """{controller (or "" for the unified hierarchy): this process's group path}."""
     groups = {}
-    with open("/proc/self/cgroup") as f:
+    with open(PROC_CGROUP) as f:
         for line in f:
             _, controllers, path = line.rstrip("\n").split(":", 2)
             for c in controllers.split(",") if controllers else [""]:
@@ -131,7 +150,7 @@ def _own_groups() -> dict[str, str]:
 def _mounts() -> dict[str, str]:
     """{controller (or "" for cgroup2): mount point} from /proc/self/mountinfo."""
     found = {}
-    with open("/proc/self/mountinfo") as f:
+    with open(MOUNTINFO) as f:
         for line in f:
             fields = line.split()
             sep = fields.index("-")
@@ -140,7 +159,7 @@ def _mounts() -> dict[str, str]:
                 found.setdefault("", point)
             elif fstype == "cgroup":
                 for option in options.split(","):
-                    if option in CONTROLLERS:
+                    if option in CONTROLLERS + OPTIONAL_V1:
                         found.setdefault(option, point)
     return found
 
@@ -166,12 +185,17 @@ def _v1_parents() -> dict[str, str] | None:
     mounts, groups = _mounts(), _own_groups()
     if not all(c in mounts and c in groups for c in CONTROLLERS):
         return None
-    return {c: mounts[c] + groups[c].rstrip("/") for c in CONTROLLERS}
+    parents = {c: mounts[c] + groups[c].rstrip("/") for c in CONTROLLERS}
+    for c in OPTIONAL_V1:  # only a hierarchy of its own: co-mounted with cpu, the cpu group has its files
+        if c in mounts and c in groups and mounts[c] not in {mounts[k] for k in CONTROLLERS}:
+            parents[c] = mounts[c] + groups[c].rstrip("/")
+    return parents
 
 
-def create(memory_mb: int, tasks: int, cpus: float) -> Cgroup:
-    """A new empty group with these limits (root only). OSError (naming what failed) if the
-    machine has no cgroup with the memory, pids and cpu controllers or refuses one."""
+def create(memory_mb: int, tasks: int, cpus: float, socket_mb: int = 64) -> Cgroup:
+    """A new empty group with these limits (root only; socket_mb: v1's TCP buffer limit). OSError
+    (naming what failed) if the machine has no cgroup with the memory, pids and cpu controllers
+    or refuses one."""
     name = f"cs336-worker-{os.getpid()}-{next(_counter)}"
     memory, quota = memory_mb * 2**20, max(1000, int(cpus * PERIOD_US))
     with _lock:  # two grading threads enabling v2 controllers at once
@@ -193,24 +217,44 @@ def create(memory_mb: int, tasks: int, cpus: float) -> Cgroup:
     parents = _v1_parents()
     if parents is None:
         raise OSError("no cgroup hierarchy with the memory, pids and cpu controllers (neither v2 nor v1)")
-    group = Cgroup(1, tuple(f"{parents[c]}/{name}" for c in CONTROLLERS))
+    group = Cgroup(1, tuple(f"{parents[c]}/{name}" for c in CONTROLLERS + OPTIONAL_V1 if c in parents))
     made = []
     try:
         for d in group.dirs:
             os.mkdir(d)
             made.append(d)
-        mem, pids, cpu = group.dirs
+        mem, pids, cpu = group.dirs[:3]
         _write(mem, "memory.limit_in_bytes", str(memory))
         if os.path.exists(f"{mem}/memory.memsw.limit_in_bytes"):  # no escape into swap
             _write(mem, "memory.memsw.limit_in_bytes", str(memory))
+        if os.path.exists(f"{mem}/memory.kmem.tcp.limit_in_bytes"):  # TCP buffers: not in limit_in_bytes
+            _write(mem, "memory.kmem.tcp.limit_in_bytes", str(min(memory, socket_mb * 2**20)))
         _write(pids, "pids.max", str(tasks))
         _write(cpu, "cpu.cfs_period_us", str(PERIOD_US))
-        _write(cpu, "cpu.cfs_quota_us", str(quota))
+        _write(cpu, "cpu.cfs_quota_us", str(min(quota, _v1_quota_cap(os.path.dirname(cpu)))))
     except OSError:
         for d in reversed(made):
             os.rmdir(d)
         raise
     return group
+
+
+def _v1_quota_cap(parent: str) -> int:
+    """The largest cpu.cfs_quota_us (per PERIOD_US) a v1 child of `parent` may have: the kernel
+    refuses (EINVAL) a quota above an ancestor's, as when the grader itself runs in a group of
+    half a CPU."""
+    cap, d = 2**62, parent
+    mount = _mounts().get("cpu", "/")
+    while True:
+        try:
+            quota, period = int(_read(d, "cpu.cfs_quota_us")), int(_read(d, "cpu.cfs_period_us"))
+            if quota > 0:
+                cap = min(cap, quota * PERIOD_US // period)
+        except (OSError, ValueError):
+            pass
+        if os.path.normpath(d) == os.path.normpath(mount) or d in ("/", ""):
+            return cap
+        d = os.path.dirname(d)
 
 
 def remove_stale() -> list[str]:
@@ -231,3 +275,51 @@ def remove_stale() -> list[str]:
                 group.remove()
                 stale.append(group.dirs[0])
     return stale
+
+
+def _own_memory_dirs() -> list[str]:
+    """The grader's own memory cgroup and its ancestors up to the mount (v2: the unified one), innermost first."""
+    mounts, groups = _mounts(), _own_groups()
+    key = "memory" if "memory" in mounts and "memory" in groups else "" if "" in mounts and "" in groups else None
+    if key is None:
+        return []
+    mount, parts = mounts[key], [p for p in groups[key].split("/") if p]
+    return [mount + "".join(f"/{p}" for p in parts[:i]) for i in range(len(parts), -1, -1)]
+
+
+def machine_memory() -> tuple[int | None, int]:
+    """(the memory limit of the innermost of the grader's own cgroup and its ancestors that has
+    one, or None; the anonymous and shared memory that group holds now, which the kernel cannot
+    drop as it drops file cache), in bytes: a container's limit, as Gradescope's 768 MB."""
+    for d in _own_memory_dirs():
+        for limit_file, anon in (("memory.max", ("anon", "shmem")), ("memory.limit_in_bytes", ("total_rss", "total_shmem"))):
+            try:
+                limit = _read(d, limit_file)
+            except OSError:
+                continue
+            if limit != "max" and int(limit) < 2**60:
+                try:
+                    stat = dict(line.split() for line in _read(d, "memory.stat").splitlines())
+                    return int(limit), sum(int(stat.get(k, 0)) for k in anon)
+                except (OSError, ValueError):
+                    return int(limit), 0
+    return None, 0
+
+
+def oom_kills() -> int:
+    """OOM kills so far of the machine (/proc/vmstat oom_kill) and of the grader's own memory
+    cgroup and its ancestors (a container's limit): one more after a worker died by SIGKILL
+    outside its own group's limit means the grader's container, not the worker, ran out."""
+    total = 0
+    try:
+        with open("/proc/vmstat") as f:
+            total += sum(int(line.split()[1]) for line in f if line.startswith("oom_kill "))
+    except OSError:
+        pass
+    for d in _own_memory_dirs():
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                total += int(dict(line.split() for line in _read(d, name).splitlines()).get("oom_kill", 0))
+            except (OSError, ValueError):
+                pass
+    return total

@@ -11,26 +11,28 @@ def _config(args):
 
 
 def _refuse_without_sandbox(args) -> int | None:
-    """Student code is untrusted: unless every mechanism of the sandbox works here (probed by
-    preflight.missing(): user switch, network/mount/PID namespaces, loopback, tmpfs, cgroup,
-    seccomp), grading needs an explicit opt-in; the refusal names each missing one."""
+    """Student code is untrusted: grade only at --require-isolation's level or above (preflight.py:
+    "full", "container", "none"; default "container"); --allow-unsandboxed means "none". The
+    refusal names each missing mechanism. Prints the level (the staff console) otherwise."""
     import sys
 
-    if args.allow_unsandboxed:
-        return None
     from cs336_basics.staff.grader import preflight
 
-    missing = preflight.missing()
-    if not missing:
+    required = "none" if args.allow_unsandboxed else args.require_isolation
+    failed = preflight.missing()
+    level = preflight.level(failed)
+    if preflight.LEVELS.index(level) >= preflight.LEVELS.index(required):
+        print(f"isolation level: {level}" + (f" (missing: {', '.join(failed)})" if failed else ""))
+        preflight.record(failed)  # grade() states it: probed here, before grade-all starts its threads
         return None
     import os
 
-    why = "without root" if os.geteuid() != 0 else "without a complete sandbox"
-    lines = "\n".join(f"  {name}: {reason}" for name, reason in missing.items())
+    why = "without root" if os.geteuid() != 0 else f"at isolation level {level!r}, below the required {required!r}"
+    lines = "\n".join(f"  {name}: {reason}" for name, reason in failed.items())
     print(f"cs336: refusing to grade {why}: student code would run without these protections of the sandbox "
           f"(which keeps it away from the hidden fixtures, the network and the machine's resources):\n{lines}\n"
-          "Run as root on a machine that has them (as Gradescope does), or pass --allow-unsandboxed for "
-          "submissions you trust.", file=sys.stderr)
+          "Run as root (a container's default capabilities suffice for level 'container'), lower "
+          "--require-isolation, or pass --allow-unsandboxed for submissions you trust.", file=sys.stderr)
     return 2
 
 
@@ -39,7 +41,7 @@ def _grade(args) -> int:
         return refused
     from cs336_basics.staff.grader import runner
 
-    runner.start_forkserver()  # its `import torch` runs while this process does its own
+    runner.start_forkserver(fork_from_here=True)  # shares this process's torch pages: nothing loaded yet
     from cs336_basics.staff.grader.grade import grade
     from cs336_basics.staff.grader.report import summary_table, write_results
 
@@ -57,7 +59,7 @@ def _grade_all(args) -> int:
         return refused
     from cs336_basics.staff.grader import runner
 
-    runner.start_forkserver()
+    runner.start_forkserver(fork_from_here=True)
     from cs336_basics.staff.grader.gradebook import grade_all
 
     reports = grade_all(Path(args.directory), Path(args.results_dir), Path(args.gradebook), args.jobs, _config(args))
@@ -77,7 +79,10 @@ def add_commands(commands) -> None:
 
     common = argparse.ArgumentParser(add_help=False)  # the options grade and grade-all share
     common.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
-    common.add_argument("--allow-unsandboxed", action="store_true", help="grade even when the sandbox is incomplete (no root, no cgroup, ...)")
+    common.add_argument("--allow-unsandboxed", action="store_true", help="grade at any isolation level, even without root (--require-isolation none)")
+    common.add_argument("--require-isolation", choices=("none", "container", "full"), default="container",
+                        help="refuse to grade below this isolation level: full (namespaces, cgroup, ...), container "
+                             "(root without CAP_SYS_ADMIN: a user id per worker and seccomp), none (default: %(default)s)")
 
     p = commands.add_parser("grade", parents=[common], help="(staff) grade one submission (a handout directory or a zip of one)")
     p.add_argument("submission", metavar="SUBMISSION")

@@ -10,10 +10,11 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "grading.toml"
 
 @dataclass(frozen=True)
 class Limits:
-    time_per_component_s: int | float = 60  # wall clock for all of a component's cases
-    startup_s: int | float = 60  # start a worker and import the submission
-    total_s: int | float = 480  # all components together: stay under the Gradescope timeout
-    judge_s: int | float = 30  # the grader's own time to check one pass's outputs (each is size-capped)
+    cpu_per_component_s: int | float = 20  # CPU time of the worker and its processes for all of a component's cases
+    startup_s: int | float = 20  # CPU time to start a worker and import the submission
+    wall_per_component_s: int | float = 120  # wall clock per component (and import): only for hangs
+    total_s: int | float = 480  # wall clock for the whole grading, public and hidden: under Gradescope's timeout
+    judge_s: int | float = 30  # the grader's own CPU time to check one pass's outputs (each is size-capped)
     memory_mb: int = 4500  # RLIMIT_AS of a worker (see grading.toml for the measurement)
     file_mb: int = 64  # RLIMIT_FSIZE: largest file a worker may write
     disk_mb: int = 64  # the worker's writable home: a tmpfs this large (root only)
@@ -21,6 +22,8 @@ class Limits:
     processes: int = 64  # RLIMIT_NPROC of the worker's user, and its cgroup's pids.max (root only)
     resident_mb: int = 1024  # the worker's cgroup memory, memfd and tmpfs pages included (root only)
     cpus: float = 1.0  # the worker's cgroup CPU quota, in CPUs (root only)
+    socket_mb: int = 64  # TCP buffers of the worker's cgroup (v1 memory.kmem.tcp.limit_in_bytes; v2 counts them in resident_mb)
+    network_components: tuple[str, ...] = ("parallel",)  # workers that may open AF_INET sockets (gloo on loopback)
 
 
 @dataclass(frozen=True)
@@ -60,4 +63,6 @@ def load_config(path: Path = DEFAULT_CONFIG) -> GradingConfig:
     known = set(Limits.__dataclass_fields__)
     if set(limits) - known:
         raise ValueError(f"{path}: unknown limits {sorted(set(limits) - known)}; known: {sorted(known)}")
+    if "network_components" in limits:
+        limits["network_components"] = tuple(limits["network_components"])
     return GradingConfig(points=dict(points), limits=Limits(**limits))

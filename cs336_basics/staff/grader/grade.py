@@ -72,6 +72,8 @@ class GradeReport:
     notes: list[str] = field(default_factory=list)  # for staff: sandbox state, internal errors
     seconds: float = 0.0
     review: list[Finding] = field(default_factory=list)  # for staff: static_check's findings, no points
+    isolation: dict = field(default_factory=dict)  # for staff: preflight.statement(): level, held, missing
+    grader_problems: list[str] = field(default_factory=list)  # cases not graded through the grader's fault (awarded)
 
     @property
     def score(self) -> float:
@@ -238,10 +240,16 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
     """Grade a submission directory or zip. Staff problems (a missing fixture, a bad config)
     raise; problems with the submission, or inside the grader once it runs, become failed
     tests with a message, so every test is always reported."""
+    from cs336_basics.staff.grader import preflight
+
     config = config or load_config()
     start = time.monotonic()
+    budget_end = start + config.limits.total_s  # one budget for the whole grading, public and hidden
     cases = graded_cases(config.components)
-    report = GradeReport(str(submission), [], dict(config.points), notes=[f"grader and fixtures: {REPO}"])
+    report = GradeReport(str(submission), [], dict(config.points), notes=[f"grader and fixtures: {REPO}"],
+                         isolation=preflight.statement(config.isolate))
+    report.notes.append(f"isolation level {report.isolation['level']}; missing: "
+                        + (", ".join(report.isolation["missing"]) or "nothing"))
     fixtures = fresh_public_fixtures(_load_fixtures(cases), [c.name for c in cases if not c.hidden], report.notes)
     base = Path(tempfile.mkdtemp(prefix="cs336-grade-"))
     try:
@@ -256,7 +264,7 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
             verdicts = {c.name: (False, f"your submission could not be read: {type(e).__name__}") for c in cases}
         else:
             report.review = _review(root / "code" / "cs336_basics", report)
-            verdicts = _run(root, base / "private", cases, fixtures, config, report)
+            verdicts = _run(root, base / "private", cases, fixtures, config, report, budget_end)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     report.results = _score(cases, config.points, verdicts)
@@ -273,7 +281,8 @@ def _review(package: Path, report: GradeReport) -> list[Finding]:
         return []
 
 
-def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, report: GradeReport) -> dict:
+def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, report: GradeReport,
+         budget_end: float | None = None) -> dict:
     """Public cases, then hidden ones, in separate workers (each pass with a user id of its own):
     text a student's code produces reaches a visible message only from a worker that never saw a
     hidden input, because hidden inputs are written only after every public worker has ended."""
@@ -293,12 +302,16 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
                 for comp in config.components]
         plan = [p for p in plan if p[1]]
         try:
-            runs = runner.run(plan)
-            deadline = time.monotonic() + config.limits.judge_s
+            runs = runner.run(plan, budget_end)
+            deadline = time.thread_time() + config.limits.judge_s  # this thread's CPU time: load does not count
             for c in part:
+                if runs[c.component].grader_out_of_memory:  # the container's fault, not the student's: not docked
+                    verdicts[c.name] = (True, runs[c.component].message)
+                    report.grader_problems.append(c.name)
+                    continue
                 verdicts[c.name] = (_judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
-                                    if time.monotonic() < deadline else
-                                    (False, f"not checked: the grader's {config.limits.judge_s:g} s for checking outputs ran out"))
+                                    if time.thread_time() < deadline else
+                                    (False, f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out"))
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
             print(traceback.format_exc(), file=sys.stderr)
             report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
@@ -308,6 +321,9 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
         report.notes += [clean(n, 500) for n in dict.fromkeys(runner.notes) if clean(n, 500) not in report.notes]
         workers += runner.workers
         seconds |= {f"{c} ({name})": t for c, t in runner.seconds.items()}
-    report.notes.append(f"{workers} grading process(es) started; seconds per component: "
+    if report.grader_problems:
+        report.notes.append(f"NOT GRADED (awarded): the container ran out of memory during {len(report.grader_problems)} "
+                            f"case(s): {', '.join(report.grader_problems)}; regrade with more memory")
+    report.notes.append(f"{workers} grading process(es) started; CPU seconds per component: "
                         + ", ".join(f"{c} {t:.2f}" for c, t in seconds.items()))
     return verdicts

@@ -1,8 +1,17 @@
-"""Before grading: which of the sandbox's mechanisms this machine lacks. `missing()` forks a
-child that tries each one, in a cgroup and namespaces of its own (nothing it does reaches the
-grader or the host: its mount namespace is private before it mounts anything), and reports.
-`cs336 grade` and `grade-all` refuse to grade (exit 2) when any is missing, unless told
---allow-unsandboxed.
+"""Before grading: which of the sandbox's mechanisms this machine lacks, and so the isolation
+level it allows. `missing()` forks a child that tries each one, in a cgroup and namespaces of its
+own (nothing it does reaches the grader or the host: its mount namespace is private before it
+mounts anything), and reports; `level()` names the strongest level whose mechanisms all work:
+
+  full       every mechanism (root with CAP_SYS_ADMIN: a VM, a privileged container);
+  container  a user id of its own per worker and no_new_privs + seccomp (root with Docker's
+             default capabilities: CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, no CAP_SYS_ADMIN);
+  none       neither (not root): the worker runs as the grader's user.
+
+`cs336 grade` and `grade-all` refuse to grade (exit 2) below --require-isolation (default
+"container"); `statement()` is the staff-only account of what held (console and results.json's
+extra_data, never a student-visible field). The README's grader section lists each level's
+residual risks.
 """
 
 import json
@@ -11,7 +20,23 @@ import shutil
 import tempfile
 
 MECHANISMS = ("user switch", "network namespace", "loopback", "mount namespace", "tmpfs", "PID namespace",
-              "cgroup memory/pids/cpu", "seccomp")
+              "IPC namespace", "cgroup memory/pids/cpu", "seccomp")
+LEVELS = ("none", "container", "full")  # weakest first
+REQUIRES = {"none": (), "container": ("user switch", "seccomp"), "full": MECHANISMS}
+# What each mechanism keeps, and what replaces it where it is missing (README: residual risks).
+KEEPS = {
+    "user switch": "a user id of its own per worker (staff files closed to it by their permissions; kill by user id; RLIMIT_NPROC)",
+    "seccomp": "no_new_privs + seccomp (no AF_INET outside the network components, no System V IPC or POSIX queues, no io_uring)",
+    "network namespace": "a network namespace (loopback only)",
+    "loopback": "a loopback device in it",
+    "mount namespace": "a private root (only Python, the system and the sandbox; private /tmp and /dev/shm)",
+    "tmpfs": "a size- and inode-limited tmpfs home",
+    "PID namespace": "a PID namespace (every process dies with the worker)",
+    "IPC namespace": "an IPC namespace",
+    "cgroup memory/pids/cpu": "a cgroup (memory incl. memfd/tmpfs/TCP buffers, pids, CPU quota and CPU time)",
+}
+ALWAYS = ("rlimits (address space, CPU time, file size, open files)", "fresh public inputs",
+          "separate public and hidden workers", "the built-in recorder", "outputs read as data")
 
 
 def _try_all(scratch: str, group) -> dict[str, str]:
@@ -43,6 +68,7 @@ def _try_all(scratch: str, group) -> dict[str, str]:
     else:
         failed["tmpfs"] = "needs a private mount namespace"
     attempt("PID namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWPID), "unshare(CLONE_NEWPID)"))
+    attempt("IPC namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWIPC), "unshare(CLONE_NEWIPC)"))
     attempt("seccomp", lambda: (sandbox._check(libc.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs"),
                                 seccomp.install()))
 
@@ -89,3 +115,34 @@ def missing() -> dict[str, str]:
     else:
         group.remove()
     return failed
+
+
+def level(failed: dict[str, str]) -> str:
+    """The strongest of LEVELS whose mechanisms are all absent from `failed`."""
+    return next(name for name in reversed(LEVELS) if not set(REQUIRES[name]) & set(failed))
+
+
+_probed: tuple[str, tuple[tuple[str, str], ...]] | None = None
+
+
+def record(failed: dict[str, str]) -> None:
+    """Remember what missing() found (the command line probes before it starts any thread)."""
+    global _probed
+    _probed = level(failed), tuple(sorted(failed.items()))
+
+
+def probe() -> tuple[str, tuple[tuple[str, str], ...]]:
+    """(level, ((mechanism, why it failed), ...)) for this machine, probed once per process."""
+    if _probed is None:
+        record(missing())
+    return _probed
+
+
+def statement(isolate: bool = True) -> dict:
+    """For staff only: the isolation level, the protections that held and those that did not."""
+    if not isolate:
+        return {"level": "off", "held": list(ALWAYS), "missing": {"sandbox": "turned off (a test's config)"}}
+    name, failed = probe()
+    failed = dict(failed)
+    held = [KEEPS[m] for m in MECHANISMS if m not in failed] + list(ALWAYS)
+    return {"level": name, "held": held, "missing": {m: failed[m] for m in MECHANISMS if m in failed}}

@@ -41,14 +41,19 @@ def _outputs(report: GradeReport) -> list[str]:
     return texts
 
 
+QUANTUM = 1024  # max_scores are multiples of 1/1024: binary fractions, whose float sums are exact
+
+
 def _shares(report: GradeReport) -> list[float]:
-    """Each test's max_score to 4 decimals, rounded cumulatively per component so that a
-    component's tests add up to exactly its points (10 points over 6 tests: 1.6667, 1.6666, ...)."""
+    """Each test's max_score: the exact share (a Fraction) rounded once, cumulatively per
+    component, to a multiple of 1/QUANTUM, so that a component's tests add up to exactly its
+    points and all tests to exactly the total, in floating point too, summed in any order (10
+    points over 6 tests: 1.6669921875, 1.666015625, ...; Gradescope shows 1.67)."""
     shares, done = [], {}
     for r in report.results:
         before = done.get(r.case.component, 0)
         done[r.case.component] = before + r.max_score
-        shares.append((round(done[r.case.component] * 10_000) - round(before * 10_000)) / 10_000)
+        shares.append((round(done[r.case.component] * QUANTUM) - round(before * QUANTUM)) / QUANTUM)
     return shares
 
 
@@ -83,15 +88,20 @@ def to_gradescope(report: GradeReport) -> dict:
     )
     if (why := cannot_grade(report)) is not None:
         output = f"{why}\n{output}"
+    if report.grader_problems:
+        output = (f"{len(report.grader_problems)} test(s) could not run because the autograder itself ran out of "
+                  f"memory; their points are not taken from you, and course staff will regrade.\n{output}")
     data = {
-        "score": round(sum(t["score"] for t in tests), 4),
+        "score": sum(t["score"] for t in tests),  # exact: binary fractions
         "output": output,
         "stdout_visibility": "hidden",
+        # staff only (Gradescope stores extra_data and shows it to no student): how the grading was isolated
+        "extra_data": {"isolation": report.isolation, "not_graded_grader_out_of_memory": report.grader_problems},
         "tests": tests,
     }
     if report.review:
         lines = [clean(str(f), MAX_REVIEW_CHARS) for f in report.review]
-        data["extra_data"] = {"review": lines}
+        data["extra_data"]["review"] = lines
         tests.append({"name": "Staff review: lines flagged by the static check (no points)", "score": 0.0,
                       "max_score": 0.0, "status": "failed", "output": clean("\n".join(lines), MAX_OUTPUT_CHARS),
                       "visibility": "hidden"})

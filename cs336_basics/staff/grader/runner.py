@@ -2,6 +2,15 @@
 lines, and on a timeout or a death kill it (its process group and every process of its user)
 and go on with a fresh worker for the components still to run.
 
+Time is counted in CPU seconds the worker and every process it started used (its cgroup's
+cpu.stat or cpuacct.usage; without a cgroup, /proc's utime + stime of its process tree and its
+user), so a loaded machine or half a CPU slows a component without failing it; a wall-clock
+ceiling far above (Limits.wall_per_component_s) stops only hangs, and one wall-clock budget
+(Limits.total_s) bounds the whole grading, public and hidden workers together. Components of
+Limits.network_components run in workers of their own (their seccomp filter allows AF_INET).
+A worker's stdout and stderr go to a FIFO the grader drains into a bounded tail in memory
+(LogTail): nothing a worker prints reaches the disk.
+
 Workers are forked by a multiprocessing forkserver that has imported torch (one per grader
 process, shared by all submissions it grades), so a worker starts in milliseconds instead of
 the seconds `import torch` takes. The forkserver never runs student code. Nothing a worker
@@ -11,11 +20,14 @@ count; staff notes come from a file the worker wrote as root), outputs are safet
 """
 
 import dataclasses
+import importlib
+import itertools
 import multiprocessing
 import os
 import signal
 import stat
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,16 +37,56 @@ from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean, decode
 from cs336_basics.staff.grader.worker import WorkerJob, main, worker_batch
 
 POLL_S = 0.02
+# Measured: the smallest container memory in which the reference scores full marks (README, Gradescope).
+MIN_CONTAINER_MB = 768
+CONTAINER_SLACK_MB = 64  # the container's memory a worker's group leaves to the grader, at least
 _CONTEXT = multiprocessing.get_context("forkserver")
 # torch._dynamo: the builtin guard's TorchDispatchMode imports it on its first operator (3 s)
-_CONTEXT.set_forkserver_preload(["torch", "torch._dynamo", "numpy", "einops", "jaxtyping", "safetensors"])
+PRELOAD = ["torch", "torch._dynamo", "numpy", "einops", "jaxtyping", "safetensors"]
+_CONTEXT.set_forkserver_preload(PRELOAD)
 
 
-def start_forkserver() -> None:
-    """Start the forkserver now, so its `import torch` overlaps the grader's own."""
-    from multiprocessing import forkserver
+def start_forkserver(fork_from_here: bool = False) -> None:
+    """Start the forkserver now (so its `import torch` overlaps the grader's own).
 
-    forkserver.ensure_running()
+    fork_from_here: instead of a fresh interpreter, the forkserver is a fork of this process,
+    after this process imported the preloaded modules: torch's relocated libraries (~380 MB of
+    private memory per interpreter that imports it) are then shared by the grader, the
+    forkserver and every worker, which is what lets a grading fit Gradescope's 768 MB. Only for a
+    process that holds nothing a student may not see (no fixture loaded yet: the CLI, at its
+    start) and runs no other thread; otherwise the fresh interpreter is started."""
+    from multiprocessing import forkserver, util
+
+    from cs336_basics.staff.grader import grade
+
+    if not fork_from_here or threading.active_count() > 1 or grade._load_fixture.cache_info().currsize:
+        forkserver.ensure_running()
+        return
+    for module in PRELOAD:
+        importlib.import_module(module)
+    spawn = util.spawnv_passfds
+
+    def fork_instead(path, args, passfds):  # runs the forkserver's `-c` command in a fork of this process
+        pid = os.fork()
+        if pid:
+            return pid
+        try:
+            keep = set(passfds) | {0, 1, 2}
+            for fd in os.listdir("/proc/self/fd"):
+                if int(fd) not in keep:
+                    try:
+                        os.close(int(fd))
+                    except OSError:
+                        pass
+            exec(args[-1], {"__name__": "__forkserver__"})
+        finally:
+            os._exit(0)  # never the grader's atexit handlers or buffered output
+
+    util.spawnv_passfds = fork_instead
+    try:
+        forkserver.ensure_running()
+    finally:
+        util.spawnv_passfds = spawn
 
 
 @dataclass
@@ -42,6 +94,7 @@ class ComponentRun:
     finished: bool  # the worker reported `done <component>`
     message: str = ""  # why not
     home: Path | None = None  # where its outputs are: the worker's directory
+    grader_out_of_memory: bool = False  # the machine, not the worker's cgroup, ran out of memory: not the student's fault
 
 
 def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes | None:
@@ -67,15 +120,42 @@ MAX_PROGRESS_BYTES = 1 << 16  # `ready`, `done <component>`, ...: a few hundred 
 MAX_NOTES_BYTES = 1 << 12
 
 
-def log_tail(path: Path, lines: int = 12, chars: int = 1500) -> str:
-    """The last lines of a worker's stdout and stderr (shown with a timeout or a crash)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 8 * chars))
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return ""
+class LogTail:
+    """The last `keep` bytes a worker wrote to its stdout/stderr FIFO: opened (non-blocking, as
+    the reader) before the worker starts, drained at every poll, removed when the worker ends."""
+
+    def __init__(self, path: Path, keep: int = 1 << 14):
+        self.path, self.keep, self.data, self.total = path, keep, bytearray(), 0
+        os.mkfifo(path, 0o600)
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+
+    def drain(self, chunks: int = 64) -> None:
+        """Read what is waiting (at most `chunks` pipe-fulls: a worker printing nonstop cannot hold the grader)."""
+        for _ in range(chunks):
+            try:
+                data = os.read(self.fd, 1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            if not data:
+                return
+            self.total += len(data)
+            self.data += data
+            del self.data[:-self.keep]
+
+    def close(self) -> None:
+        self.drain(chunks=1 << 10)
+        os.close(self.fd)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def log_tail(raw: bytes, lines: int = 12, chars: int = 1500) -> str:
+    """The last lines of a worker's stdout and stderr (shown with a timeout or a crash), cleaned."""
+    text = bytes(raw[-8 * chars:]).decode(errors="replace")
     for path, name in _HOST_PATHS:  # no host path in a message a student sees
         text = text.replace(path, name)
     tail = "\n".join(clean(text).strip().splitlines()[-lines:])
@@ -110,49 +190,83 @@ class Runner:
         self.reveal = reveal
         self.notes: list[str] = []
         self.workers = 0  # started so far
-        self.seconds: dict[str, float] = {}  # wall time of the first startup and of each finished component
-        self.budget_end = float("inf")  # set by run(): when the whole submission's time is up
+        self.seconds: dict[str, float] = {}  # CPU seconds of the first startup and of each finished component
+        self.budget_end = float("inf")  # set by run(): when the whole grading's time is up
         self.cgroup: cgroup.Cgroup | None = None  # the current worker's
         self.peak_mb = 0.0  # the highest memory peak of a worker's cgroup (staff notes)
+        self.log_bytes = 0  # the most a worker printed (staff notes; only a tail is kept)
+        self.oom_before = 0  # cgroup.oom_kills() when the current worker started
+        self.cgroup_capped = False  # the current worker's own cgroup holds it below what the container has left
+        self.resident_mb = spec.limits.resident_mb  # the current worker's memory: less where the container has less
         if spec.isolate and sandbox.is_root():
             self.notes += [f"detached the home of a grader that died: {p}" for p in sandbox.remove_stale_homes()]
             self.notes += [f"removed the cgroup of a grader that died: {p}" for p in cgroup.remove_stale()]
 
-    def run(self, plan: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, ComponentRun]:
-        """plan: [(component, [(case, adapter), ...]), ...]. Returns each component's ComponentRun."""
+    def run(self, plan: list[tuple[str, list[tuple[str, str]]]], budget_end: float | None = None) -> dict[str, ComponentRun]:
+        """plan: [(component, [(case, adapter), ...]), ...]; budget_end: the time.monotonic() at
+        which the whole grading's budget ends (default: Limits.total_s from now). Returns each
+        component's ComponentRun."""
         runs: dict[str, ComponentRun] = {}
         remaining = list(plan)
-        self.budget_end = time.monotonic() + self.spec.limits.total_s
+        limits = self.spec.limits
+        self.budget_end = budget_end if budget_end is not None else time.monotonic() + limits.total_s
         while remaining:
             if time.monotonic() >= self.budget_end:
-                message = (f"not run: the grading time budget of {self.spec.limits.total_s:g} s for the whole "
+                message = (f"not run: the grading time budget of {limits.total_s:g} s for the whole "
                            f"submission ran out before this component (earlier ones were slow or hung).")
                 return runs | {c: ComponentRun(False, message) for c, _ in remaining}
-            done = self._one_worker(worker_batch(remaining, self.starts_processes))
-            runs.update(done)
+            batch = worker_batch(remaining, self.starts_processes)  # process-starting components alone
+            network = batch[0][0] in limits.network_components  # and apart from the others by network
+            batch = list(itertools.takewhile(lambda p: (p[0] in limits.network_components) == network, batch))
+            runs.update(self._one_worker(batch, network))
             remaining = [p for p in remaining if p[0] not in runs]
         if self.peak_mb:
             self.notes.append(f"highest memory of a worker's cgroup: {self.peak_mb:.0f} MB "
-                              f"(limit {self.spec.limits.resident_mb} MB)")
+                              f"(limit {limits.resident_mb} MB)")
+        if self.log_bytes > 1 << 20:
+            self.notes.append(f"a worker printed {self.log_bytes / 2**20:.0f} MB (only its last lines were kept)")
         return runs
 
-    def _start(self, plan, log: Path, home: Path):
+    def _inputs(self, plan, n: int) -> Path:
+        """The worker's own inputs directory: links to its cases' inputs only (under a user switch,
+        the shared directory is closed to it), so it never holds another component's inputs."""
+        if self.spec.uid is None:
+            return self.inputs_dir
+        os.chmod(self.inputs_dir, 0o700)
+        mine = self.root / f"inputs-{n}"
+        mine.mkdir(mode=0o755)
+        for _, cases in plan:
+            for case, _ in cases:
+                if (self.inputs_dir / f"{case}.pt").exists():
+                    os.link(self.inputs_dir / f"{case}.pt", mine / f"{case}.pt")
+        return mine
+
+    def _start(self, plan, log: Path, home: Path, inputs: Path, network: bool):
         """A fresh worker with its own empty directory (the only place it may write)."""
         home.mkdir(mode=0o700)
         if self.spec.uid is not None:
             os.chown(home, self.spec.uid, self.spec.uid)
         if self.spec.isolate and not sandbox.mount_home(home, self.spec.uid, self.spec.limits):
-            self.notes.append("disk not limited: no tmpfs for the worker's home (needs root)")
+            self.notes.append("disk not limited: no tmpfs for the worker's home (needs CAP_SYS_ADMIN); "
+                              "each file it writes is limited by RLIMIT_FSIZE only")
         limits = self.spec.limits
-        self.cgroup = None
+        self.cgroup, self.oom_before, self.resident_mb = None, cgroup.oom_kills(), limits.resident_mb
+        self.cgroup_capped = False
+        machine, held = cgroup.machine_memory()
+        if machine is not None:  # a container's limit: the worker's group must run out before the container does
+            self.resident_mb = max(64, min(limits.resident_mb, (machine - held) // 2**20 - CONTAINER_SLACK_MB))
+            if self.resident_mb < limits.resident_mb:
+                self.notes.append(f"the container's memory limit ({machine / 2**20:.0f} MB) leaves a worker "
+                                  f"{self.resident_mb} MB, not resident_mb = {limits.resident_mb}")
         if self.spec.isolate and sandbox.is_root():
             try:
-                self.cgroup = cgroup.create(limits.resident_mb, limits.processes, limits.cpus)
+                self.cgroup = cgroup.create(self.resident_mb, limits.processes, limits.cpus, limits.socket_mb)
+                self.cgroup_capped = machine is not None
             except OSError as e:
                 self.notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
-        cpu = int(limits.startup_s + limits.time_per_component_s * len(plan)) + 5
-        spec = dataclasses.replace(self.spec, home=str(home), cgroup=self.cgroup)
-        job = WorkerJob(spec, str(log), str(self.code_dir), str(self.inputs_dir),
+        cpu = int(limits.startup_s + limits.cpu_per_component_s * len(plan)) + 5  # RLIMIT_CPU: each process's backstop
+        spec = dataclasses.replace(self.spec, home=str(home), cgroup=self.cgroup, allow_inet=network)
+        job = WorkerJob(spec, str(log), str(self.code_dir), str(inputs),
                         tuple((c, tuple(cases)) for c, cases in plan), cpu,
                         may_start_processes=any(c in self.starts_processes for c, _ in plan))
         # not a daemon: a daemonic process may not start children, and the parallel component's
@@ -161,17 +275,27 @@ class Runner:
         process.start()
         return process
 
-    def _one_worker(self, plan) -> dict[str, ComponentRun]:
+    def _cpu(self, process) -> float:
+        """CPU seconds the worker and its processes have used so far."""
+        if self.cgroup is not None and (used := self.cgroup.cpu_seconds()) is not None:
+            return used
+        return sandbox.cpu_seconds(process.pid, self.spec.uid)
+
+    def _one_worker(self, plan, network: bool = False) -> dict[str, ComponentRun]:
         """Run plan's components in one worker until all are done or one fails; returns those decided."""
         self.workers += 1
+        limits = self.spec.limits
         home, log = self.root / f"work-{self.workers}", self.log_dir / f"worker-{self.workers}.log"
-        process = self._start(plan, log, home)
+        tail = LogTail(log)
+        process = self._start(plan, log, home, self._inputs(plan, self.workers), network)
         runs: dict[str, ComponentRun] = {}
-        ready, seen = False, 0
-        deadline = time.monotonic() + self.spec.limits.startup_s
+        ready, seen, polls = False, 0, 0
+        phase_cpu, phase_wall, cpu_limit = 0.0, time.monotonic(), limits.startup_s  # the import, then each component
+        used = 0.0
         try:
             while len(runs) < len(plan):
                 process.join(POLL_S)
+                tail.drain()
                 alive = process.is_alive()
                 raw = read_worker_file(home / "progress", self.spec.uid, limit=MAX_PROGRESS_BYTES)
                 lines = (raw or b"").decode(errors="replace").split("\n")
@@ -182,30 +306,48 @@ class Runner:
                         message = ("importing your cs336_basics package failed:\n" + error.strip() if self.reveal
                                    else "importing your cs336_basics package failed (the public tests show why)")
                         return {c: ComponentRun(False, message) for c, _ in plan}
-                    elif line == "ready" and not ready:
-                        self.seconds.setdefault("startup", time.monotonic() - (deadline - self.spec.limits.startup_s))
-                        ready, deadline = True, time.monotonic() + self.spec.limits.time_per_component_s
-                        self.notes += self._sandbox_notes(home)
-                        self.notes.append("sandbox: " + sandbox.describe(process.pid, dataclasses.replace(self.spec, cgroup=self.cgroup)))
-                    elif ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}":
-                        runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
-                        now = time.monotonic()
-                        self.seconds[plan[len(runs) - 1][0]] = now - (deadline - self.spec.limits.time_per_component_s)
-                        deadline = now + self.spec.limits.time_per_component_s
-                if len(runs) < len(plan) and (not alive or time.monotonic() > min(deadline, self.budget_end)):
+                    finished = ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}"
+                    if (line == "ready" and not ready) or finished:
+                        now_cpu = self._cpu(process)
+                        if finished:
+                            runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
+                            self.seconds[plan[len(runs) - 1][0]] = now_cpu - phase_cpu
+                        else:
+                            self.seconds.setdefault("startup", now_cpu - phase_cpu)
+                            ready = True
+                            self.notes += self._sandbox_notes(home)
+                            self.notes.append("sandbox: " + sandbox.describe(process.pid, dataclasses.replace(
+                                self.spec, cgroup=self.cgroup, allow_inet=network)))
+                        phase_cpu, phase_wall, cpu_limit, used = now_cpu, time.monotonic(), limits.cpu_per_component_s, 0.0
+                if len(runs) == len(plan):
+                    break
+                polls += 1
+                if self.cgroup is not None or polls % 10 == 0 or not alive:  # /proc scans cost more: every 0.2 s
+                    used = max(used, self._cpu(process) - phase_cpu)
+                now = time.monotonic()
+                why = ("dead" if not alive else "cpu" if used > cpu_limit else
+                       "wall" if now - phase_wall > limits.wall_per_component_s else "budget" if now > self.budget_end else None)
+                if why is not None:
                     rest = [c for c, _ in plan[len(runs):]]
                     oom = self.cgroup is not None and not alive and self.cgroup.usage().out_of_memory
-                    return runs | self._failure(rest, ready, None if alive else process.exitcode, log, oom)
+                    tail.drain()
+                    return runs | self._failure(rest, ready, None if alive else process.exitcode, tail.data, oom, why)
             return runs
         finally:
             sandbox.kill_group(process.pid)
             sandbox.kill_user(self.spec.uid)
             process.join(5)
+            tail.close()
+            self.log_bytes = max(self.log_bytes, tail.total)
             if self.cgroup is not None:
                 usage = self.cgroup.usage()
                 self.peak_mb = max(self.peak_mb, usage.peak_bytes / 2**20)
                 if not self.cgroup.remove():
                     self.notes.append(f"could not remove the worker's cgroup {self.cgroup.dirs[0]}")
+            left = sandbox.remove_user_leftovers(self.spec.uid)
+            if left:
+                self.notes.append(f"removed what a worker left in shared places: {', '.join(left[:10])}"
+                                  + (f" and {len(left) - 10} more" if len(left) > 10 else ""))
 
     def _sandbox_notes(self, home: Path) -> list[str]:
         """The worker's notes on its sandbox, from the file it wrote as root before running student code."""
@@ -214,29 +356,41 @@ class Runner:
             return ["sandbox: the worker's notes on its sandbox are missing"]
         return [clean(line, 300) for line in raw.decode(errors="replace").splitlines() if line.strip()]
 
-    def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: Path,
-                 oom: bool = False) -> dict[str, ComponentRun]:
+    def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: bytes,
+                 oom: bool = False, why: str = "dead") -> dict[str, ComponentRun]:
         """Before `ready` every remaining component fails; after it, only the one that was running.
-        oom: the worker's cgroup reached its memory limit (a fixed sentence, also for hidden cases)."""
+        oom: the worker's cgroup reached its memory limit (a fixed sentence, also for hidden cases).
+        why: "dead", or the limit it reached: "cpu", "wall" (a hang) or "budget" (the whole grading's)."""
         limits, tail = self.spec.limits, log_tail(log) if self.reveal else ""
         tail = f"\nlast lines of its output:\n{tail}" if tail else ""
         if oom:
             what = f"while running {rest[0]}" if ready else "while importing your package"
             message = (f"the grading process ran out of memory {what}: it and the processes it started may hold "
-                       f"at most {limits.resident_mb} MB, memory-backed files (memfd, /tmp, /dev/shm, its "
+                       f"at most {self.resident_mb} MB, memory-backed files (memfd, /tmp, /dev/shm, its "
                        f"directory) included; it was killed.")
             if not ready:
                 return {c: ComponentRun(False, message + " No component could run.") for c in rest}
             return {rest[0]: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
+        if why == "dead" and exitcode == -signal.SIGKILL and self.cgroup_capped and cgroup.oom_kills() > self.oom_before:
+            # the container's memory ran out while the worker was under its own group's lower limit: the
+            # grader's problem, not the student's (without such a group the worker itself could cause it)
+            message = (f"not graded: the autograder's container ran out of memory (not your code's limit, which is "
+                       f"{self.resident_mb} MB), so these points are not taken from you; course staff: give it at "
+                       f"least {MIN_CONTAINER_MB} MB")
+            return {c: ComponentRun(False, message, grader_out_of_memory=True) for c in (rest if not ready else rest[:1])}
+        stopped = {"cpu": f"used its CPU time limit of {{limit:g}} s (an infinite loop?)",
+                   "wall": f"did not finish within {limits.wall_per_component_s:g} s of wall-clock time while using "
+                           "little CPU (waiting forever: a deadlock, a sleep?)",
+                   "budget": f"was still running when the grading time budget of {limits.total_s:g} s for the whole "
+                             "submission ran out"}
         if not ready:
-            what = (f"did not finish importing your package within {limits.startup_s:g} s" if exitcode is None
+            what = (f"{stopped[why].format(limit=limits.startup_s)} while importing your package" if exitcode is None
                     else f"{_exit_text(exitcode)} while importing your package" if self.reveal
                     else "ended while importing your package")
             return {c: ComponentRun(False, f"the grading process {what}; no component could run.{tail}") for c in rest}
         component = rest[0]
         if exitcode is None:
-            message = (f"{component} did not finish within the time limit of {limits.time_per_component_s:g} s "
-                       f"(an infinite loop?); it was stopped and scores 0.")
+            message = f"{component} {stopped[why].format(limit=limits.cpu_per_component_s)}; it was stopped and scores 0."
         elif not self.reveal:
             message = f"the grading process ended while running {component}, before finishing it."
         else:

@@ -1,40 +1,48 @@
 """Isolation of a worker process, which runs student code.
 
-The grader makes, per worker, a cgroup (cgroup.py: memory with memfd and tmpfs pages included
-and no swap, pids.max, a CPU quota) and a tmpfs for its home (mount_home: disk_mb MB,
-disk_inodes files; its mount's source names the grader, so remove_stale_homes() detaches it at
-the next start should the grader die first). `enter(spec, log_path, cpu_seconds)` runs first in
-the worker, before any student code, and:
-  1. joins the worker's cgroup (every process it starts is in it too); starts a new session
-     (the grader kills the process group) and sends stdout/stderr to the log file the grader
-     reads a tail of;
+The grader makes, per worker, a cgroup (cgroup.py: memory with memfd, tmpfs and TCP buffer pages
+included and no swap, pids.max, a CPU quota, its CPU time) and a tmpfs for its home (mount_home:
+disk_mb MB, disk_inodes files; its mount's source names the grader, so remove_stale_homes()
+detaches it at the next start should the grader die first). `enter(spec, log_path, cpu_seconds)`
+runs first in the worker, before any student code, and:
+  1. asks to be killed when its parent (the forkserver, which ends with the grader) dies; joins
+     the worker's cgroup (every process it starts is in it too); starts a new session (the grader
+     kills the process group) and sends stdout/stderr to the grader's pipe (a FIFO: the grader
+     keeps only a bounded tail in memory, nothing on disk);
   2. sets resource limits: address space (RLIMIT_AS), file size, open files, CPU time, no core
      files, and processes/threads of the worker's user;
-  3. when the grader is root: unshares the network namespace and brings its loopback device up
-     (loopback_up: 127.0.0.1 and ::1 work, for a gloo process group say; no other device or
-     route exists, so every other address is unreachable), and the mount namespace, in which
-     it builds a new root holding only the system directories (/usr, /etc, /dev, /proc, ...),
-     Python, its installed packages and the sandbox directory (the student's package, the
-     pristine adapters, the inputs), every one bound read-only, plus the worker's home (its
-     tmpfs, the only writable place but /tmp and /dev/shm, fresh 16 MB / 1024-inode tmpfs) and
-     chroots into it: the staff repository, the fixtures, homes and other students' sandboxes
-     do not exist there; the virtualenv's world-writable .lock is masked;
-  4. when the grader is root: continues as PID 1 of a new PID namespace (when it ends the
-     kernel kills every process in it; the outer process waits and ends the same way);
+  3. unshares the IPC namespace (System V objects and POSIX message queues of its own, gone with
+     it) and the network namespace and brings its loopback device up (loopback_up: 127.0.0.1 and
+     ::1 work, for a gloo process group say; no other device or route exists), and the mount
+     namespace, in which it builds a new root holding only the system directories (/usr, /etc,
+     /dev, /proc, ...), Python, its installed packages and the sandbox directory (the student's
+     package, the pristine adapters, the inputs), every one bound read-only, plus the worker's
+     home (its tmpfs, the only writable place but /tmp and /dev/shm, fresh 16 MB / 1024-inode
+     tmpfs) and chroots into it: the staff repository, the fixtures, homes and other students'
+     sandboxes do not exist there; the virtualenv's world-writable .lock is masked;
+  4. continues as PID 1 of a new PID namespace (when it ends the kernel kills every process in it;
+     the outer process waits and ends the same way);
   5. forbids gaining privileges (PR_SET_NO_NEW_PRIVS) and installs the seccomp filter
-     (seccomp.py: sockets only AF_UNIX/INET/INET6 and NETLINK_ROUTE, no io_uring, no foreign ABI);
-  6. when the grader is root: switches to a user id of its own (one no other process uses, so
-     `kill_user` can end every process the submission started; and it cannot leave the chroot);
-  7. empties the environment (it may hold tokens) and closes every inherited file descriptor.
+     (seccomp.py: sockets AF_UNIX only, AF_INET/AF_INET6 too in a worker of
+     Limits.network_components; no System V IPC or POSIX message queue; no io_uring; no foreign ABI);
+  6. switches to a user id of its own (one no other process uses, so `kill_user` can end every
+     process the submission started, and RLIMIT_NPROC counts only its processes; it cannot leave
+     the chroot);
+  7. empties the environment (it may hold tokens), points TMPDIR and Python's cached
+     tempfile.tempdir at its private /tmp (else its home), and closes every inherited descriptor.
 
-After the worker: kill_group, kill_user, and the cgroup's own kill-and-remove (cgroup.procs
-empty, then rmdir); its memory peak and OOM kills give the "ran out of memory" message.
-preflight.py probes each of these mechanisms before `cs336 grade` runs, which refuses to grade
-without them unless told --allow-unsandboxed. Without root none of the cgroup, 3-4 and 6 is
-possible: the worker runs as the grader's user, can read what the grader can read and could
-outlive a timeout by leaving the process group. The grader's protections that do not depend on
-the sandbox still hold: expected values never enter the worker, outputs are read as safetensors
-data (grade.read_output), and results.json is written by the grader after every worker has ended.
+Steps 3-4 and the cgroup need CAP_SYS_ADMIN, step 6 CAP_SETUID/CAP_SETGID; what a machine
+allows decides the isolation level (preflight.py: "full", "container" = root without
+CAP_SYS_ADMIN as in a default `docker run`, "none" = not root), and each worker notes what
+failed. Where there are no namespaces, what replaces them: the AF_INET refusal (network), file
+permissions (the bundle's staff files are not readable by the worker's user), kill by user id
+and RLIMIT_NPROC (PID namespace and pids.max), RLIMIT_CPU and the CPU time of the user's
+processes (cgroup), and `remove_user_leftovers` (files of the worker's user in the shared /tmp
+and /dev/shm, System V objects). After the worker: kill_group, kill_user, the cgroup's own
+kill-and-remove; its memory peak and OOM kills give the "ran out of memory" message. The
+grader's protections that do not depend on the sandbox always hold: expected values never enter
+the worker, outputs are read as safetensors data (grade.read_output), and results.json is
+written by the grader after every worker has ended.
 """
 
 import ctypes
@@ -45,6 +53,7 @@ import signal
 import site
 import struct
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +61,7 @@ from cs336_basics.staff.grader import seccomp
 from cs336_basics.staff.grader.cgroup import Cgroup
 from cs336_basics.staff.grader.config import Limits
 
-CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x20000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
 SYS_MOUNT_SETATTR, AT_RECURSIVE, MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 442, 0x8000, 1, 2  # same number on x86_64 and arm64
@@ -69,6 +78,7 @@ class SandboxSpec:
     limits: Limits
     isolate: bool  # False: rlimits and logs only (tests use it to show a cheat works without it)
     cgroup: Cgroup | None = None  # the worker's control group (runner.py makes one per worker), joined first
+    allow_inet: bool = False  # AF_INET/AF_INET6 sockets (a gloo group on loopback): Limits.network_components
 
 
 def is_root() -> bool:
@@ -191,6 +201,9 @@ def _new_pid_namespace(libc) -> None:
     pid = os.fork()
     if pid:  # never returns: this process must not go on to run the student's code too
         code = 1
+        # no inherited descriptor: the forkserver's "alive" pipe among them would keep the
+        # forkserver, and so this process (PR_SET_PDEATHSIG), alive after the grader's death
+        os.closerange(3, 1 << 16)
         try:
             _, status = os.waitpid(pid, 0)
             code = os.waitstatus_to_exitcode(status)
@@ -201,7 +214,17 @@ def _new_pid_namespace(libc) -> None:
                 code = 128 - code
         finally:
             os._exit(code & 0xFF)
+    _die_with_parent()  # the outer process: killed with the forkserver, it takes this one along
     _check(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent ends (the forkserver ends with the grader; the outer
+    process of a PID namespace with the forkserver); if the parent is already gone, end now."""
+    parent = os.getppid()
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _limit(which: int, value: int) -> None:
@@ -224,6 +247,12 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
     """Isolate this process as described in the module docstring. Returns notes on any
     protection that could not be set up (the grader reports them)."""
     notes = []
+    _die_with_parent()
+    try:  # the first the kernel kills when the machine or the container runs out of memory, never the grader
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     if spec.cgroup is not None:
         try:
             spec.cgroup.join()  # before anything else: every process it starts is in it too
@@ -241,16 +270,23 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, 256)
     _limit(resource.RLIMIT_CPU, cpu_seconds)
+    private_tmp = False  # a /tmp and /dev/shm of its own (in its private root)
     if spec.isolate and is_root():
         libc = _libc()
+        try:
+            _check(libc.unshare(CLONE_NEWIPC), "unshare the IPC namespace")
+        except OSError as e:
+            notes.append(f"no IPC namespace: System V IPC and POSIX queues are refused by seccomp only ({e})")
         try:
             _check(libc.unshare(CLONE_NEWNET), "unshare the network namespace")
             loopback_up()
         except OSError as e:
-            notes.append(f"network not isolated, or no loopback ({e})")
+            what = "may open TCP sockets to any address" if spec.allow_inet else "has no TCP socket (seccomp)"
+            notes.append(f"no network namespace: this worker {what} ({e})")
         try:
             _check(libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
             _chroot(libc, spec.new_root, spec.visible, spec.home)
+            private_tmp = True
         except OSError as e:
             notes.append(f"no private root: staff files are hidden by their permissions only ({e})")
         if not os.path.ismount(spec.home):
@@ -262,13 +298,16 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
     if spec.isolate:
         try:
             _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-            seccomp.install()  # only socket families, io_uring and foreign ABIs: the user switch below still works
+            seccomp.install(allow_inet=spec.allow_inet)  # the user switch below still works under it
         except (OSError, KeyError) as e:
-            notes.append(f"no seccomp filter: every socket family is allowed ({e!r})")
+            notes.append(f"no seccomp filter: every socket family and System V IPC are allowed ({e!r})")
     _write_notes(spec.home, notes)  # as root: the worker's user cannot change it
     os.environ.clear()
-    os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec.home, TMPDIR="/tmp", LANG="C.UTF-8",
+    tmp = "/tmp" if private_tmp else spec.home  # never a directory the grader's TMPDIR named
+    os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec.home, TMPDIR=tmp, LANG="C.UTF-8",
                       OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    tempfile.tempdir = None  # the forkserver cached the grader's TMPDIR: look again
+    tempfile.tempdir = tempfile.gettempdir()
     if spec.uid is not None:
         _limit(resource.RLIMIT_NPROC, spec.limits.processes)
         _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
@@ -277,7 +316,7 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
         os.setuid(spec.uid)
         if os.getuid() != spec.uid or os.geteuid() != spec.uid:
             raise RuntimeError(f"could not switch to user {spec.uid}")
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after the switch, which clears it
+        _die_with_parent()  # again: the switch clears it
 
     os.closerange(3, 1 << 16)
     os.chdir(spec.home)
@@ -406,26 +445,118 @@ def kill_user(uid: int | None, rounds: int = 50) -> None:
                 pass
 
 
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime of a process (its waited-for children included), in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(v) for v in fields[11:15])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def descendants(pid: int) -> list[int]:
+    """pid and every process below it (children of every thread, recursively)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo += children(p)
+    return found
+
+
+def cpu_seconds(pid: int, uid: int | None) -> float:
+    """CPU time used by a worker where it has no cgroup: pid's process tree, and every process of
+    uid (the worker's own user: processes that left the tree). Processes that ended unwaited
+    are not counted; RLIMIT_CPU bounds each process."""
+    pids = set(descendants(pid))
+    if uid is not None:
+        pids |= {p for p in _pids() if _uid_of(p) == uid}
+    return sum(_cpu_ticks(p) for p in pids) / os.sysconf("SC_CLK_TCK")
+
+
+SYSV_IPC = {"shm": 0, "sem": 1, "msg": 2}  # /proc/sysvipc/<kind>
+
+
+def _sysv_objects(uid: int) -> list[tuple[str, int]]:
+    """(kind, id) of every System V IPC object the user owns or created, from /proc/sysvipc."""
+    found = []
+    for kind in SYSV_IPC:
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                header, *rows = [line.split() for line in f]
+        except OSError:
+            continue
+        cols = {name: i for i, name in enumerate(header)}
+        for row in rows:
+            if uid in (int(row[cols["uid"]]), int(row[cols["cuid"]])):
+                found.append((kind, int(row[cols["shmid" if kind == "shm" else "semid" if kind == "sem" else "msqid"]])))
+    return found
+
+
+def remove_user_leftovers(uid: int | None) -> list[str]:
+    """After a worker whose user had no namespaces of its own: delete the files and directories
+    that user left in the shared /tmp and /dev/shm (POSIX shared memory and semaphores) and
+    /dev/mqueue, and its System V IPC objects. Returns what was removed (none where the worker had
+    its own root and IPC namespace: there is nothing of it here)."""
+    if uid is None or uid == 0 or uid == os.getuid():
+        return []
+    import shutil
+
+    removed = []
+    for top in ("/tmp", "/dev/shm", "/dev/mqueue"):
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                removed.append(entry.path)
+            except OSError:
+                pass
+    libc = _libc()
+    IPC_RMID = 0
+    for kind, ident in _sysv_objects(uid):
+        ctl = {"shm": libc.shmctl, "sem": libc.semctl, "msg": libc.msgctl}[kind]
+        if (ctl(ident, 0, IPC_RMID, None) if kind == "sem" else ctl(ident, IPC_RMID, None)) == 0:
+            removed.append(f"System V {kind} {ident}")
+    return removed
+
+
+def _status(pid: int) -> dict[str, str]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return {k: v.strip() for k, _, v in (line.partition(":") for line in f)}
+    except OSError:
+        return {}
+
+
 def describe(pid: int, spec: SandboxSpec) -> str:
     """How the live worker pid is isolated, read from /proc by the grader (not reported by it)."""
     if not spec.isolate:
         return "sandbox off (test mode)"
-    if not is_root():
-        return "not isolated: the grader is not root, so the worker runs as the grader's user with network access"
-    inner = children(pid)[:1] or [pid]  # the PID namespace's init runs the student's code
-    parts = [f"user {_uid_of(inner[0])}"]
-    try:
-        separate = os.readlink(f"/proc/{pid}/ns/pid_for_children") != os.readlink("/proc/self/ns/pid")
-    except OSError:
-        separate = False
-    parts.append("own PID namespace" if separate else "NOT own PID namespace")
-    for ns, what in (("net", "no network"), ("mnt", "own root: only Python, the system and the sandbox")):
+    inner = children(pid)[:1] or [pid]  # with a PID namespace, its init runs the student's code
+    status = _status(inner[0])
+    uid = status.get("Uid", "?").split()[0]
+    parts = [f"user {uid}" + ("" if spec.uid is not None else " (the grader's: no user switch)")]
+    parts.append("seccomp filter" if status.get("Seccomp") == "2" else "NO seccomp filter")
+    parts.append("AF_INET allowed" if spec.allow_inet else "no AF_INET")
+    for ns, what in (("pid_for_children", "own PID namespace"), ("net", "no network"), ("ipc", "own IPC namespace"),
+                     ("mnt", "own root: only Python, the system and the sandbox")):
         try:
-            separate = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+            separate = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns.split('_')[0]}")
         except OSError:
             separate = False
         parts.append(what if separate else f"NOT {what}")
     if spec.cgroup is not None:
         inside = set(spec.cgroup.pids())
         parts.append(f"cgroup v{spec.cgroup.version}" if pid in inside else "NOT in its cgroup")
+    else:
+        parts.append("no cgroup")
     return ", ".join(parts)

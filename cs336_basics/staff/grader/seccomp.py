@@ -1,10 +1,17 @@
-"""A seccomp filter for the worker: socket() and socketpair() only for AF_UNIX, AF_INET and
-AF_INET6, and AF_NETLINK with NETLINK_ROUTE (getifaddrs(3) uses it: gloo's TCP device lists the
-interfaces; in the worker's network namespace it sees only "lo" and may change nothing without
-CAP_NET_ADMIN). Others (AF_VSOCK, AF_PACKET, other netlink protocols, ...) fail with EAFNOSUPPORT; no io_uring
-(which could open sockets without those calls), and no system call of another ABI (x32, i386:
-the filter knows only the native numbers). Installed with prctl(PR_SET_SECCOMP) and a classic BPF
-program assembled here (seccomp(2), linux/filter.h); needs PR_SET_NO_NEW_PRIVS first.
+"""A seccomp filter for the worker, assembled here as a classic BPF program (seccomp(2),
+linux/filter.h) and installed with prctl(PR_SET_SECCOMP); needs PR_SET_NO_NEW_PRIVS first.
+
+The program is a sequence of independent rule blocks (each loads what it tests, returns a verdict
+for the system calls it is about and falls through to the next block otherwise), then ALLOW:
+  - `_abi_rules`: no system call of another ABI (x32, i386: the filter knows only native numbers);
+  - `_io_uring_rules`: no io_uring (it could open sockets and files without the calls below);
+  - `_socket_rules`: socket() and socketpair() only for AF_UNIX, and, in the worker of a component
+    that runs a process group (`allow_inet`: gloo on 127.0.0.1), AF_INET, AF_INET6 and
+    AF_NETLINK with NETLINK_ROUTE (getifaddrs(3): gloo lists the interfaces). Anything else fails
+    with EAFNOSUPPORT. Without AF_INET a worker has no TCP socket: no network where the grader
+    could not make a network namespace, and no TCP buffers (memory its cgroup v1 does not count);
+  - `_ipc_rules`: no System V IPC (shm*, sem*, msg*) nor POSIX message queues (mq_*), EPERM:
+    their objects outlive the process and are shared by every process of the IPC namespace.
 """
 
 import ctypes
@@ -15,56 +22,123 @@ import struct
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
-# machine -> (AUDIT_ARCH_*, socket, socketpair, io_uring_setup)
-ARCHES = {"x86_64": (0xC000003E, 41, 53, 425), "aarch64": (0xC00000B7, 198, 199, 425)}
+BPF_LD_W_ABS, BPF_JMP_JA, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x05, 0x15, 0x35, 0x06
+NR, ARCH, ARG0, ARG2 = 0, 4, 16, 32  # offsets in struct seccomp_data (args: low 32 bits, little-endian)
 X32_BIT = 0x40000000
-ALLOWED_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
-NETLINK_ROUTE = 0  # AF_NETLINK only with this protocol: getifaddrs(3), which gloo calls
+NETLINK_ROUTE = 0
+
+# Per machine: AUDIT_ARCH_* and the native system call numbers (asm/unistd_64.h; arm64: asm-generic/unistd.h).
+ARCHES = {
+    "x86_64": dict(arch=0xC000003E, socket=41, socketpair=53, io_uring_setup=425,
+                   ipc=(29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245)),
+    "aarch64": dict(arch=0xC00000B7, socket=198, socketpair=199, io_uring_setup=425,
+                    ipc=tuple(range(180, 198))),  # mq_open .. shmdt
+}
 
 
-def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("HBBI", code, jt, jf, k)
+class Asm:
+    """A BPF program with labels: `jeq(k, to_true, to_false)` where each target is a label (or
+    None: the next instruction); `label(name)` marks the next instruction. Jumps go forward only."""
+
+    def __init__(self):
+        self.code: list[tuple] = []
+        self.labels: dict[str, int] = {}
+
+    def label(self, name: str) -> None:
+        self.labels[name] = len(self.code)
+
+    def load(self, offset: int) -> None:
+        self.code.append((BPF_LD_W_ABS, None, None, offset))
+
+    def jeq(self, k: int, true: str | None, false: str | None = None, op: int = BPF_JEQ_K) -> None:
+        self.code.append((op, true, false, k))
+
+    def ja(self, target: str) -> None:
+        self.code.append((BPF_JMP_JA, None, None, target))
+
+    def ret(self, value: int) -> None:
+        self.code.append((BPF_RET_K, None, None, value))
+
+    def bytes(self) -> bytes:
+        out = []
+        for i, (op, jt, jf, k) in enumerate(self.code):
+            off = lambda label: 0 if label is None else self.labels[label] - i - 1  # noqa: E731
+            k = off(k) if op == BPF_JMP_JA else k
+            out.append(struct.pack("HBBI", op, off(jt), off(jf), k))
+        return b"".join(out)
 
 
-def program(machine: str | None = None) -> bytes:
+def deny(err: int) -> int:
+    return SECCOMP_RET_ERRNO | err
+
+
+def _abi_rules(a: Asm, nrs: dict) -> None:
+    a.load(ARCH)
+    a.jeq(nrs["arch"], "abi_ok")
+    a.ret(deny(errno.ENOSYS))
+    a.label("abi_ok")
+    a.load(NR)
+    a.jeq(X32_BIT, None, "abi_done", op=BPF_JGE_K)
+    a.ret(deny(errno.ENOSYS))
+    a.label("abi_done")
+
+
+def _io_uring_rules(a: Asm, nrs: dict) -> None:
+    a.load(NR)
+    a.jeq(nrs["io_uring_setup"], None, "io_uring_done")
+    a.ret(deny(errno.ENOSYS))
+    a.label("io_uring_done")
+
+
+def _socket_rules(a: Asm, nrs: dict, allow_inet: bool) -> None:
+    a.load(NR)
+    a.jeq(nrs["socket"], "family")
+    a.jeq(nrs["socketpair"], "family", "socket_done")
+    a.label("family")
+    a.load(ARG0)
+    a.jeq(socket.AF_UNIX, "socket_allow")
+    if allow_inet:
+        a.jeq(socket.AF_INET, "socket_allow")
+        a.jeq(socket.AF_INET6, "socket_allow")
+        a.jeq(socket.AF_NETLINK, None, "socket_deny")
+        a.load(ARG2)
+        a.jeq(NETLINK_ROUTE, "socket_allow")
+    a.label("socket_deny")
+    a.ret(deny(errno.EAFNOSUPPORT))
+    a.label("socket_allow")
+    a.ret(SECCOMP_RET_ALLOW)
+    a.label("socket_done")
+
+
+def _ipc_rules(a: Asm, nrs: dict) -> None:
+    a.load(NR)
+    for nr in nrs["ipc"]:
+        a.jeq(nr, "ipc_deny")
+    a.ja("ipc_done")
+    a.label("ipc_deny")
+    a.ret(deny(errno.EPERM))
+    a.label("ipc_done")
+
+
+def program(machine: str | None = None, allow_inet: bool = False) -> bytes:
     """The filter, as struct sock_filter[] bytes; KeyError for an unknown machine."""
-    arch, nr_socket, nr_socketpair, nr_io_uring = ARCHES[machine or platform.machine()]
-    ret = lambda value: _insn(BPF_RET_K, 0, 0, value)  # noqa: E731
-    deny = lambda err: SECCOMP_RET_ERRNO | err  # noqa: E731
-    n = len(ALLOWED_FAMILIES)
-    code = [
-        _insn(BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-        _insn(BPF_JEQ_K, 1, 0, arch),
-        ret(deny(errno.ENOSYS)),  # another ABI
-        _insn(BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
-        _insn(BPF_JGE_K, 0, 1, X32_BIT),
-        ret(deny(errno.ENOSYS)),
-        _insn(BPF_JEQ_K, 0, 1, nr_io_uring),
-        ret(deny(errno.ENOSYS)),
-        _insn(BPF_JEQ_K, 1, 0, nr_socket),
-        _insn(BPF_JEQ_K, 0, 5 + n, nr_socketpair),  # neither: to the ALLOW at the end
-        _insn(BPF_LD_W_ABS, 0, 0, 16),  # seccomp_data.args[0], low 32 bits (little-endian): the family
-    ]
-    for i, family in enumerate(ALLOWED_FAMILIES):
-        code.append(_insn(BPF_JEQ_K, n - i + 3, 0, family))  # to the ALLOW at the end
-    code += [
-        _insn(BPF_JEQ_K, 0, 2, socket.AF_NETLINK),  # not netlink either: to the deny
-        _insn(BPF_LD_W_ABS, 0, 0, 32),  # seccomp_data.args[2], low 32 bits: the protocol
-        _insn(BPF_JEQ_K, 1, 0, NETLINK_ROUTE),
-        ret(deny(errno.EAFNOSUPPORT)),
-        ret(SECCOMP_RET_ALLOW),
-    ]
-    return b"".join(code)
+    nrs = ARCHES[machine or platform.machine()]
+    a = Asm()
+    _abi_rules(a, nrs)
+    _io_uring_rules(a, nrs)
+    _socket_rules(a, nrs, allow_inet)
+    _ipc_rules(a, nrs)
+    a.ret(SECCOMP_RET_ALLOW)
+    return a.bytes()
 
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def install() -> None:
+def install(allow_inet: bool = False) -> None:
     """Install the filter on this thread (and the threads and processes it will start); OSError if refused."""
-    _install(program())
+    _install(program(allow_inet=allow_inet))
 
 
 def _install(filt: bytes) -> None:
@@ -94,25 +168,28 @@ def _install(filt: bytes) -> None:
 TASK_CALLS = {"x86_64": (56, 435, (57, 58)), "aarch64": (220, 435, ())}
 
 
+def _no_new_tasks_rules(a: Asm, machine: str) -> None:
+    nr_clone, nr_clone3, legacy = TASK_CALLS[machine]
+    a.load(NR)
+    a.jeq(nr_clone3, None, "clone3_done")
+    a.ret(deny(errno.ENOSYS))  # glibc falls back to clone, whose flags the kernel shows us
+    a.label("clone3_done")
+    for nr in (nr_clone, *legacy):
+        a.jeq(nr, "task_deny")
+    a.ja("task_done")
+    a.label("task_deny")
+    a.ret(deny(errno.EPERM))
+    a.label("task_done")
+
+
 def no_new_tasks_program(machine: str | None = None) -> bytes:
     """The filter refusing thread and process creation, as struct sock_filter[] bytes."""
     machine = machine or platform.machine()
-    arch = ARCHES[machine][0]
-    nr_clone, nr_clone3, legacy = TASK_CALLS[machine]
-    ret = lambda value: _insn(BPF_RET_K, 0, 0, value)  # noqa: E731
-    refused = (nr_clone, *legacy)
-    code = [
-        _insn(BPF_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-        _insn(BPF_JEQ_K, 1, 0, arch),
-        ret(SECCOMP_RET_ERRNO | errno.ENOSYS),  # another ABI (the first filter refuses it too)
-        _insn(BPF_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
-        _insn(BPF_JEQ_K, 0, 1, nr_clone3),
-        ret(SECCOMP_RET_ERRNO | errno.ENOSYS),
-    ]
-    for i, nr in enumerate(refused):  # each: to the EPERM just after the list
-        code.append(_insn(BPF_JEQ_K, len(refused) - i, 0, nr))
-    code += [ret(SECCOMP_RET_ALLOW), ret(SECCOMP_RET_ERRNO | errno.EPERM)]
-    return b"".join(code)
+    a = Asm()
+    _abi_rules(a, ARCHES[machine])  # another ABI: refused (the first filter refuses it too)
+    _no_new_tasks_rules(a, machine)
+    a.ret(SECCOMP_RET_ALLOW)
+    return a.bytes()
 
 
 def install_no_new_tasks() -> None:

@@ -1,0 +1,466 @@
+"""Staff only: the grader where graders grade (issue 16) and the second review's containment
+(issue 15, items 2-5 and 7).
+
+Hostile samples live in tests/staff/hostile/<name>/ (README.md: the attack, what happened before
+the fix, what happens now); `hostile()` builds one from the reference. The grading tests count
+CPU time, never wall time: their only clock is the grader's own budget, and a hang is indefinite.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from cs336_basics.staff.grader import autograder, cgroup, preflight, runner, sandbox
+from cs336_basics.staff.grader.cases import REPO, graded_cases
+from cs336_basics.staff.grader.config import load_config
+from cs336_basics.staff.grader.grade import CaseResult, GradeReport, grade
+from cs336_basics.staff.grader.report import to_gradescope, write_results
+from cs336_basics.staff.handout import build_handout, restore_solutions
+from tests.staff import container
+
+CONFIG = load_config()
+# CPU seconds: the reference's slowest component uses 1.4 (the parallel hidden cases, ranks included)
+TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8))
+HOSTILE = Path(__file__).parent / "hostile"
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+
+
+def hostile(tmp: Path, name: str) -> Path:
+    """The reference (tmp/reference) with hostile/<name>'s overlay/ files copied over it and its
+    append/ files appended."""
+    root = shutil.copytree(tmp / "reference", tmp / name)
+    for kind in ("overlay", "append"):
+        base = HOSTILE / name / kind
+        for src in sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []:
+            dst = root / src.relative_to(base)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            text = src.read_text()
+            dst.write_text(dst.read_text() + text if kind == "append" and dst.exists() else text)
+    return root
+
+
+def marker(report, name: str) -> dict:
+    """The JSON a sample put between NAME...NAME in its (public) failure message."""
+    for r in report.results:
+        if found := re.search(name + r"(\{.*?\})" + name, r.output):
+            return json.loads(found.group(1))
+    raise AssertionError(f"no {name} marker in {report.results[0].output[:500]!r}")
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory) -> Path:
+    runner.start_forkserver()
+    tmp = tmp_path_factory.mktemp("isolation")
+    os.chmod(tmp, 0o755)  # the container test's workers, as other users, read the samples
+    build_handout(tmp / "handout", lock=False)
+    restore_solutions(shutil.copytree(tmp / "handout", tmp / "reference"), REPO, None)
+    return tmp
+
+
+@pytest.fixture
+def scratch(tmp_path) -> Path:
+    """An empty directory for the grader's temporary files, which the workers' users may enter."""
+    d = Path(tempfile.mkdtemp(prefix="cs336-scratch-"))
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ points
+
+
+def test_grader_max_scores_add_up_exactly_to_each_component_and_the_total():
+    cases = graded_cases(CONFIG.components)
+    count = {c: sum(k.component == c for k in cases) for c in CONFIG.points}
+    results = [CaseResult(k, True, "passed", Fraction(CONFIG.points[k.component]) / count[k.component],
+                          Fraction(CONFIG.points[k.component]) / count[k.component]) for k in cases]
+    tests = to_gradescope(GradeReport("x", results, dict(CONFIG.points)))["tests"]
+    for component, points in CONFIG.points.items():
+        shares = [t["max_score"] for t, r in zip(tests, results) if r.case.component == component]
+        assert sum(shares) == points and sum(reversed(shares)) == points  # floats, in either order
+        assert max(shares) - min(shares) <= 1 / 512  # shared equally, to the rounding
+    assert sum(t["max_score"] for t in tests) == CONFIG.max_score
+    assert sum(t["max_score"] for t in reversed(tests)) == CONFIG.max_score
+
+
+# ------------------------------------------------------------------ cgroup v2, on a fake cgroupfs
+
+
+def _fake_cgroup2(root: Path, monkeypatch) -> Path:
+    """A cgroup2 tree as the kernel shows it, for a grader in group /grading."""
+    mount = root / "fs" / "cgroup"
+    (mount / "grading").mkdir(parents=True)
+    (mount / "grading" / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma misc\n")
+    (mount / "grading" / "cgroup.subtree_control").write_text("\n")
+    (mount / "grading" / "memory.max").write_text("805306368\n")
+    (mount / "grading" / "memory.stat").write_text("anon 314572800\nfile 209715200\nshmem 1048576\n")
+    (mount / "grading" / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n")
+    (root / "mountinfo").write_text(
+        f"29 23 0:26 / {mount} rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n")
+    (root / "cgroup").write_text("0::/grading\n")
+    monkeypatch.setattr(cgroup, "MOUNTINFO", str(root / "mountinfo"))
+    monkeypatch.setattr(cgroup, "PROC_CGROUP", str(root / "cgroup"))
+    return mount
+
+
+def test_grader_cgroup_v2_limits_usage_cpu_time_and_container_memory_on_a_fake_cgroupfs(tmp_path, monkeypatch):
+    mount = _fake_cgroup2(tmp_path, monkeypatch)
+    group = cgroup.create(512, 64, 0.5, socket_mb=32)
+    d = Path(group.dirs[0])
+    assert group.version == 2 and d.parent == mount / "grading"
+    assert (mount / "grading" / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    assert (d / "memory.max").read_text() == str(512 * 2**20)
+    assert (d / "pids.max").read_text() == "64"
+    assert (d / "cpu.max").read_text() == f"50000 {cgroup.PERIOD_US}"
+    group.join(4242)
+    assert (d / "cgroup.procs").read_text() == "4242"
+    # what the kernel writes while the worker runs
+    (d / "cpu.stat").write_text("usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 10\n")
+    (d / "memory.peak").write_text(str(100 * 2**20) + "\n")
+    (d / "memory.events").write_text("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+    assert group.cpu_seconds() == 2.5
+    usage = group.usage()
+    assert usage.peak_bytes == 100 * 2**20 and usage.limit_bytes == 512 * 2**20 and not usage.out_of_memory
+    (d / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n")
+    assert group.usage().out_of_memory
+    assert cgroup.machine_memory() == (805306368, 314572800 + 1048576)  # the container's limit, anon + shmem
+    assert cgroup.oom_kills() >= 1  # the grader's own group's oom_kill
+
+
+# ------------------------------------------------------------------ isolation levels
+
+
+def test_grader_isolation_level_is_the_strongest_whose_mechanisms_all_work():
+    assert preflight.level({}) == "full"
+    assert preflight.level({"network namespace": "EPERM", "cgroup memory/pids/cpu": "EROFS"}) == "container"
+    assert preflight.level({"user switch": "EPERM"}) == "none"
+    assert preflight.level({m: "needs root" for m in preflight.MECHANISMS}) == "none"
+
+
+def test_grader_command_refuses_below_the_required_isolation_level(monkeypatch, capsys, tmp_path):
+    from cs336_basics.staff.cli import main
+
+    container_only = {m: "EPERM" for m in preflight.MECHANISMS if m not in ("user switch", "seccomp")}
+    monkeypatch.setattr(preflight, "missing", lambda: dict(container_only))
+    argv = ["grade", str(tmp_path / "nothing"), "--results", str(tmp_path / "r.json"), "--require-isolation", "full"]
+    assert main(argv) == 2
+    assert "below the required 'full'" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
+
+
+@ROOT_ONLY
+def test_grader_states_the_isolation_level_to_staff_only(tmp):
+    report = grade(tmp / "handout", TEST_CONFIG)
+    results = to_gradescope(report)
+    assert results["extra_data"]["isolation"]["level"] == preflight.probe()[0]
+    assert any(n.startswith("isolation level ") for n in report.notes)
+    visible = json.dumps([results["output"], [t["output"] for t in results["tests"]]])
+    assert "isolation" not in visible and "seccomp" not in visible
+
+
+# ------------------------------------------------------------------ without namespaces or a cgroup
+
+
+def test_grader_counts_cpu_time_of_a_worker_without_a_cgroup():
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        while time.process_time() < 0.4:  # CPU time, however busy the machine (/proc counts 10 ms ticks)
+            pass
+        os.write(ready_w, b"x")
+        time.sleep(60)
+        os._exit(0)
+    try:
+        os.read(ready_r, 1)
+        used = sandbox.cpu_seconds(pid, None)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert 0.3 <= used < 5
+
+
+@ROOT_ONLY
+def test_grader_removes_ipc_objects_and_shared_files_a_worker_user_left(tmp_path):
+    uid = sandbox.pick_uid()
+    pid = os.fork()
+    if pid == 0:
+        import ctypes
+
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            libc = ctypes.CDLL(None, use_errno=True)
+            ok = libc.shmget(0, 4096, 0o1600) >= 0 and libc.semget(0, 1, 0o1600) >= 0 and libc.msgget(0, 0o1600) >= 0
+            with open(f"/dev/shm/cs336-left-{uid}", "w"):
+                pass
+            os.mkdir(f"/tmp/cs336-left-{uid}")
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0  # the control: without the seccomp filter a worker's user can leave them
+    removed = sandbox.remove_user_leftovers(uid)
+    assert {f"/dev/shm/cs336-left-{uid}", f"/tmp/cs336-left-{uid}"} <= set(removed)
+    assert sum(r.startswith("System V") for r in removed) == 3
+    assert not sandbox._sysv_objects(uid)
+    assert not os.path.exists(f"/dev/shm/cs336-left-{uid}") and not os.path.exists(f"/tmp/cs336-left-{uid}")
+
+
+# ------------------------------------------------------------------ TMPDIR (issue 15, item 7)
+
+
+def test_grader_worker_forgets_the_temporary_directory_the_grader_cached(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    spec = sandbox.SandboxSpec(None, str(tmp_path), (), str(home), CONFIG.limits, isolate=False)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            tempfile.tempdir = "/the/grader's/TMPDIR"  # cached by the forkserver before the worker existed
+            sandbox.enter(spec, str(tmp_path / "log"), 10)  # closes every inherited descriptor
+            (home / "seen").write_text(tempfile.gettempdir())
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert (home / "seen").read_text() == str(home)  # without a private /tmp: its own directory
+
+
+# ------------------------------------------------------------------ hostile samples, full sandbox
+
+
+@pytest.fixture(scope="module")
+def graded_hostile(tmp):
+    """{sample: GradeReport} for the IPC, TCP and log samples, and the largest size a file in the
+    grader's temporary directory reached meanwhile (sampled every 10 ms)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = ("sysv_ipc_survives", "tcp_buffers", "floods_log")
+    samples = {n: hostile(tmp, n) for n in names}
+    scratch = Path(tempfile.mkdtemp(prefix="cs336-isolation-"))
+    os.chmod(scratch, 0o755)
+    largest, done = [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            for here, _, files in os.walk(scratch):
+                for f in files:
+                    try:
+                        largest[0] = max(largest[0], os.lstat(os.path.join(here, f)).st_size)
+                    except OSError:
+                        pass
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    old, tempfile.tempdir = tempfile.tempdir, str(scratch)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            reports = dict(zip(names, pool.map(lambda n: grade(samples[n], TEST_CONFIG), names)))
+    finally:
+        done.set()
+        watcher.join()
+        tempfile.tempdir = old
+        shutil.rmtree(scratch, ignore_errors=True)
+    return reports, largest[0]
+
+
+def _sysv_keys() -> set[int]:
+    keys = set()
+    for kind in ("shm", "sem", "msg"):
+        with open(f"/proc/sysvipc/{kind}") as f:
+            keys |= {int(line.split()[0]) for line in list(f)[1:]}
+    return keys
+
+
+@ROOT_ONLY
+def test_grader_ipc_objects_of_a_worker_do_not_survive_the_grading(graded_hostile):
+    report = graded_hostile[0]["sysv_ipc_survives"]
+    assert report.score == CONFIG.max_score  # refused silently: the sample works on
+    assert not _sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}
+    assert not os.path.exists("/dev/mqueue/cs336hostile")
+
+
+@ROOT_ONLY
+def test_grader_worker_has_no_tcp_socket_outside_the_network_components(graded_hostile):
+    import errno
+
+    seen = marker(graded_hostile[0]["tcp_buffers"], "TCPHELD")
+    assert seen == {"mb": 0, "errno": errno.EAFNOSUPPORT}
+
+
+@ROOT_ONLY
+def test_grader_keeps_only_a_tail_of_worker_output_and_nothing_on_disk(graded_hostile):
+    reports, largest = graded_hostile
+    assert reports["floods_log"].score == CONFIG.max_score  # the worker was never stopped for its output
+    assert any("printed 100 MB" in n for n in reports["floods_log"].notes)
+    # inputs, outputs, the package's files, but no output: before, each worker's log reached
+    # RLIMIT_FSIZE (64 MB) here
+    assert largest < 8 * 2**20
+
+
+@ROOT_ONLY
+def test_grader_container_memory_limits_what_a_worker_may_hold():
+    limit, held = cgroup.machine_memory()
+    assert limit is None or held < limit
+
+
+# ------------------------------------------------------------------ one budget; nothing left behind
+
+
+def _leftovers(scratch: Path) -> dict:
+    """Processes, mounts, System V objects and grading directories (in scratch, the grader's
+    temporary directory) a grading could leave behind."""
+    procs = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+        except (OSError, ValueError):
+            continue
+        if status.get("Name", "").strip() == "cs336hang" and not status.get("State", "").strip().startswith("Z"):
+            procs.append(f"{pid} (parent {status['PPid'].strip()}, {status['State'].strip()})")
+    mounts = [line.split()[4] for line in open("/proc/self/mountinfo") if line.split()[4].startswith(str(scratch))]
+    grading = os.listdir(scratch)
+    return {"processes": procs, "mounts": mounts, "sysv": sorted(_sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}),
+            "grading dirs": grading}
+
+
+@ROOT_ONLY
+def test_grader_hanging_everywhere_ends_within_one_budget_and_leaves_nothing(tmp, scratch):
+    sample = hostile(tmp, "hangs_everywhere")
+    # 17 components hanging 5 s each need more than the budget: the public ones use it all
+    config = replace(TEST_CONFIG, limits=replace(TEST_CONFIG.limits, wall_per_component_s=5, total_s=60))
+    old, tempfile.tempdir = tempfile.tempdir, str(scratch)
+    try:
+        report = grade(sample, config)
+    finally:
+        tempfile.tempdir = old
+    results = to_gradescope(report)
+    assert len(results["tests"]) == len(graded_cases(CONFIG.components)) and results["score"] == 0
+    hidden = [r.output for r in report.results if r.case.hidden]
+    # the public workers used the whole budget: before, the hidden pass had a budget of its own
+    assert all("budget of 60 s for the whole submission ran out" in o for o in hidden)
+    public = [r.output for r in report.results if not r.case.hidden]
+    assert any("5 s of wall-clock time while using little CPU" in o for o in public)
+    assert all("wall-clock time" in o or "budget of 60 s" in o for o in public)
+    for _ in range(100):  # the kernel reaps the killed sleeper a moment later
+        if not _leftovers(scratch)["processes"]:
+            break
+        time.sleep(0.05)
+    assert _leftovers(scratch) == {"processes": [], "mounts": [], "sysv": [], "grading dirs": []}
+
+
+@ROOT_ONLY
+def test_grader_workers_die_with_a_killed_grader(tmp, scratch):
+    sample = tmp / "hangs_everywhere" if (tmp / "hangs_everywhere").exists() else hostile(tmp, "hangs_everywhere")
+    assert not _leftovers(scratch)["processes"]
+    grader = subprocess.Popen([sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(sample),
+                               "--results", str(tmp / "killed.json")], cwd=REPO, env=dict(os.environ, TMPDIR=str(scratch)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(6000):  # until its first worker started the sleeper (the grader's own startup: seconds)
+            if _leftovers(scratch)["processes"] or grader.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert _leftovers(scratch)["processes"], "the sample's sleeper never started"
+    finally:
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+    for _ in range(600):  # the forkserver sees the grader gone, then each worker its parent
+        if not _leftovers(scratch)["processes"]:
+            break
+        time.sleep(0.05)
+    assert not _leftovers(scratch)["processes"]
+    assert not (tmp / "killed.json").exists()
+    sandbox.remove_stale_homes()  # what the next grader does with the killed one's home mounts and cgroups
+    cgroup.remove_stale()
+    assert not _leftovers(scratch)["mounts"]
+
+
+# ------------------------------------------------------------------ Docker's default capabilities; Gradescope's resources
+
+
+def _fake_autograder(tmp: Path, name: str, submission: Path) -> tuple[Path, dict]:
+    """The bundle unpacked as Gradescope does, setup.sh's permissions applied, the submission in
+    place: (run_autograder, its environment)."""
+    root = tmp / name / "autograder"
+    source = root / "source"
+    bundle = autograder.build_bundle(tmp / name / "autograder.zip")
+    with zipfile.ZipFile(bundle) as z:
+        z.extractall(source)
+        for info in z.infolist():
+            os.chmod(source / info.filename, (info.external_attr >> 16) & 0o777)
+    for d in (tmp / name, root):
+        os.chmod(d, 0o755)
+    subprocess.run(["bash", "-c", autograder.PERMISSIONS_SH], env=dict(os.environ, SOURCE=str(source)), check=True)
+    shutil.copytree(submission, root / "submission")
+    return source / "run_autograder", dict(os.environ, CS336_AUTOGRADER_ROOT=str(root), CS336_PYTHON=sys.executable)
+
+
+@pytest.mark.skipif(container.available() is not None, reason=str(container.available()))
+@pytest.mark.parametrize("name", ["reference", "handout", "reads_bundle_fixtures", "sysv_ipc_survives", "tcp_buffers"])
+def test_grader_grades_under_docker_default_capabilities(tmp, name):
+    submission = tmp / name if name in ("reference", "handout") else (tmp / name if (tmp / name).exists() else hostile(tmp, name))
+    run, env = _fake_autograder(tmp, f"docker-{name}", submission)
+    done = subprocess.run(container.command([str(run)]), env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((run.parent.parent / "results" / "results.json").read_text())
+    assert results["extra_data"]["isolation"]["level"] == "container", done.stdout[-2000:]
+    assert "isolation level container" in done.stdout  # the staff console
+    assert sum(t["max_score"] for t in results["tests"]) == CONFIG.max_score
+    expected = {"reference": CONFIG.max_score, "sysv_ipc_survives": CONFIG.max_score}.get(name, 0)
+    assert results["score"] == expected, done.stdout[-3000:]
+    text = json.dumps(results["tests"])
+    if name == "reads_bundle_fixtures":
+        seen = json.loads(re.search(r"BUNDLE(\{.*?\})BUNDLE", text.replace('\\"', '"')).group(1))
+        assert seen["roots"] and seen["read"] == 0  # it found the bundle, and could open nothing in it
+    if name == "tcp_buffers":
+        assert '\\"mb\\": 0' in text and '\\"errno\\": 97' in text
+    if name == "sysv_ipc_survives":
+        assert not _sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}
+
+
+def test_grader_container_out_of_memory_is_the_grader_s_problem_not_the_student_s(monkeypatch, tmp_path):
+    spec = sandbox.SandboxSpec(None, str(tmp_path), (), str(tmp_path), CONFIG.limits, isolate=False)
+    run = runner.Runner(tmp_path, tmp_path, tmp_path, tmp_path, spec, reveal=False)
+    monkeypatch.setattr(cgroup, "oom_kills", lambda: run.oom_before + 1)  # the container's OOM killer struck
+    assert not run._failure(["parallel"], True, -signal.SIGKILL, b"", oom=False)["parallel"].grader_out_of_memory
+    run.cgroup_capped = True  # ... while the worker's own group held it below what the container had left
+    failed = run._failure(["parallel", "generate"], True, -signal.SIGKILL, b"", oom=False)
+    assert list(failed) == ["parallel"] and failed["parallel"].grader_out_of_memory
+    assert "container ran out of memory" in failed["parallel"].message.replace("container's", "container")
+    cases = [c for c in graded_cases(CONFIG.components) if c.component == "parallel"]
+    each = Fraction(CONFIG.points["parallel"]) / len(cases)
+    report = GradeReport("x", [CaseResult(c, True, failed["parallel"].message, each, each) for c in cases],
+                         dict(CONFIG.points), grader_problems=[c.name for c in cases])
+    results = to_gradescope(report)
+    assert results["score"] == CONFIG.points["parallel"]  # awarded, not docked
+    assert "ran out of memory" in results["output"] and "not taken from you" in results["output"]
+    assert results["extra_data"]["not_graded_grader_out_of_memory"] == [c.name for c in cases]
+    monkeypatch.setattr(cgroup, "oom_kills", lambda: run.oom_before)  # the worker alone was killed: its fault
+    assert not run._failure(["parallel"], True, -signal.SIGKILL, b"", oom=False)["parallel"].grader_out_of_memory
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_grader_reference_scores_full_marks_in_768_mb_and_half_a_cpu(tmp):
+    run, env = _fake_autograder(tmp, "gradescope-768", tmp / "reference")
+    group = cgroup.create(768, 4096, 0.5)  # Gradescope's default container: 768 MB, half a CPU
+    try:
+        done = subprocess.run([str(run)], env=env, capture_output=True, text=True, preexec_fn=group.join)
+        usage = group.usage()
+    finally:
+        group.remove()
+    results = json.loads((run.parent.parent / "results" / "results.json").read_text())
+    assert results["score"] == CONFIG.max_score, done.stdout[-3000:]
+    assert results["extra_data"]["not_graded_grader_out_of_memory"] == [], done.stdout[-3000:]
+    assert usage.peak_bytes <= 768 * 2**20
