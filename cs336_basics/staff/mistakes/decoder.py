@@ -34,14 +34,14 @@ def sdpa_scale_by_d_k(Q, K, V, mask=None):
     return F.softmax(_masked(Q @ K.transpose(-1, -2) / Q.shape[-1], _blocked(mask)), -1) @ V
 
 
-@mistake("attention-softmax_over_queries", F, "scaled_dot_product_attention",
+@mistake("attention-normalised_over_queries", F, "scaled_dot_product_attention",
          diagnosis="attention with the softmax over the queries (dim=-2) instead of over the keys (dim=-1)")
 def sdpa_softmax_over_queries(Q, K, V, mask=None):
     s = _masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), _blocked(mask))
     return torch.nan_to_num(F.softmax(s, -2)) @ V
 
 
-@mistake("attention-mask_after_softmax", F, "scaled_dot_product_attention",
+@mistake("attention-mask_after_normalising", F, "scaled_dot_product_attention",
          diagnosis="attention zeroing masked probabilities after the softmax (the rows no longer sum to 1)")
 def sdpa_mask_after_softmax(Q, K, V, mask=None):
     p = F.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1)
