@@ -297,11 +297,3 @@ def test_handout_smollm2_answers_paris_like_the_reference_and_skips_until_every_
     assert "not implemented" in logs["stub_smollm2"][1], logs["stub_smollm2"][1][-2000:]
     done = _results(tmp_path / "restored_smollm2.xml", restored)
     assert [o for o, _ in done.values()] == ["passed"], logs["restored_smollm2"][1][-2000:]
-
-
-@pytest.mark.parametrize("which", ["staff", "handout"])
-def test_handout_and_staff_pyproject_have_uv_compile_bytecode(which):
-    # Where PYTHONDONTWRITEBYTECODE is set, `uv run` would otherwise leave torch uncompiled
-    # (import 6 s instead of 3 s) unless students remember `uv sync --compile-bytecode`.
-    text = (REPO / "pyproject.toml").read_text() if which == "staff" else H.student_pyproject(REPO)
-    assert tomllib.loads(text)["tool"]["uv"].get("compile-bytecode") is True
