@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from cs336_basics.builtin_guard import BANNED, assert_no_builtins
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
@@ -19,6 +20,11 @@ class Snapshot:
         return load_fixture(name, self.directory)
 
     def check(self, actual, fixture) -> None:
+        changed = _changed_inputs(fixture.kwargs, self.load(fixture.name).kwargs)
+        if changed:  # the grader's rule too: it checks every input after the call
+            pytest.fail(f"{fixture.adapter} on fixture {fixture.name!r} changed its input {', '.join(changed)} in "
+                        "place: kernels and modules must leave their inputs unchanged (compute into new tensors)",
+                        pytrace=False)
         result = compare(actual, fixture.expected, fixture.tol, out_dtype=fixture.out_dtype, reveal_values=self.reveal_values)
         self._record("fixture", fixture.name)
         self._record("max_abs_err", result.max_abs_err)
@@ -27,6 +33,21 @@ class Snapshot:
             named = likely_mistakes(actual, fixture)
             hint = "".join(f"\n  likely mistake: your output equals what {d} gives" for d in named)
             pytest.fail(f"{fixture.adapter} on fixture {fixture.name!r}: {result.message}{hint}", pytrace=False)
+
+
+def _changed_inputs(after: dict, before: dict, prefix: str = "") -> list[str]:
+    """The names of the tensors in `after` that differ from `before` in shape, dtype or any bit."""
+    changed = []
+    for name, value in after.items():
+        if isinstance(value, dict):
+            changed += _changed_inputs(value, before[name], f"{prefix}{name}.")
+        elif isinstance(value, torch.Tensor):
+            old = before[name]
+            same = value.shape == old.shape and value.dtype == old.dtype and torch.equal(
+                value.detach().contiguous().view(torch.uint8), old.contiguous().view(torch.uint8))
+            if not same:
+                changed.append(f"{prefix}{name}")
+    return changed
 
 
 @pytest.fixture
