@@ -152,8 +152,8 @@ PUBLIC_CASES = [
     Case("swiglu_4d", "swiglu", "run_swiglu", 19, swiglu_case((2, 2, 3), 40, 96, x_std=3.0), floor=6.5e-7),
     Case("swiglu_bf16", "swiglu", "run_swiglu", 20, swiglu_case(B, 64, 128), floor=1.7e-2, dtype=BF16),
     Case("positionwise_ffn", "positionwise_ffn", "run_positionwise_feedforward", 21, positionwise_case(B, 64, 256), floor=7.6e-7),
-    # witness: an activation other than the default GELU (an FFN that ignores `activation` fails)
-    Case("positionwise_ffn_silu", "positionwise_ffn", "run_positionwise_feedforward", 40,
+    # witness: an activation other than the default GELU, SiLU (Swish; an FFN ignoring `activation` fails)
+    Case("positionwise_ffn_swish", "positionwise_ffn", "run_positionwise_feedforward", 40,
          positionwise_case(B, 64, 256, activation="silu"), floor=6.0e-7),
     Case("ffn_block_llama", "ffn_block", "run_ffn_block", 22, ffn_block_case(B, 64, 192, "rmsnorm", "swiglu", "silu"),
          floor=3.7e-7),
