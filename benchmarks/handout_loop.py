@@ -105,7 +105,7 @@ def measure(handout: Path, repetitions: int) -> tuple[dict[str, list[float]], di
     times: dict[str, list[float]] = {name: [] for name in cmds}
     cpu: dict[str, list[float]] = {name: [] for name in cmds}
     codes: dict[str, int] = {}
-    for name, cmd in cmds.items():  # a warm-up run each: bytecode caches, pytest's rewritten tests
+    for cmd in cmds.values():  # a warm-up run each: bytecode caches, pytest's rewritten tests
         _run(cmd, handout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for rep in range(repetitions):
         for name, cmd in cmds.items():

@@ -1,3 +1,8 @@
+from pathlib import Path
+
+# The repository (or handout) root: fixtures/, tests/ and the package sit in it.
+REPO = Path(__file__).resolve().parent.parent
+
 # The graded components, in the order students build them. Every test's name carries one, so
 # `uv run pytest -k <component>` selects that component's tests. Defined here, with no torch
 # import, so that `cs336 --help` and `cs336 status` start at once.

@@ -18,8 +18,8 @@ Public tests:  with assert_no_builtins("silu"): out = run_silu(x)
 The grader records in its worker with CallRecorder and checks with forbidden_calls().
 """
 
-from collections.abc import Iterable, Iterator
 import contextlib
+from collections.abc import Iterable, Iterator
 import secrets
 from contextlib import contextmanager
 from types import MappingProxyType

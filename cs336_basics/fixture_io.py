@@ -20,7 +20,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-FIXTURES_DIR = Path(__file__).resolve().parent.parent / "fixtures"
+from cs336_basics import REPO
+
+FIXTURES_DIR = REPO / "fixtures"
 
 
 @dataclass(frozen=True)

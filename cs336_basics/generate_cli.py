@@ -14,7 +14,7 @@ import time
 def add_command(commands) -> None:
     import argparse
 
-    p = commands.add_parser("generate", help="generate text with the reference model (SmolLM2-135M by default)")
+    p = commands.add_parser("generate", help="generate text with the model in cs336_basics/ (SmolLM2-135M's weights by default)")
     p.add_argument("prompt")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--gguf", metavar="PATH", help="a Llama-architecture GGUF file (default: SmolLM2-135M-Instruct)")
@@ -31,24 +31,17 @@ def add_command(commands) -> None:
     p.set_defaults(run=run)
 
 
-def _render(template: str, messages) -> str:
-    import jinja2
-
-    return jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(template).render(
-        messages=messages, add_generation_prompt=True
-    )
-
-
 def load(args):
     """(model, tokenizer, prompt ids, eos ids) for the arguments; ValueError on bad input."""
     messages = [{"role": "user", "content": args.prompt}]
     if args.hf_dir:
+        from cs336_basics.chat_template import render_chat_template
         from cs336_basics.hf_checkpoint import load_hf_dir
 
         model, tokenizer, template, eos = load_hf_dir(args.hf_dir)
         if tokenizer is None:
             raise ValueError(f"no tokenizer.json in {args.hf_dir}")
-        text = _render(template, messages) if args.chat and template else args.prompt
+        text = render_chat_template(template, messages) if args.chat and template else args.prompt
     else:
         from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
         from cs336_basics.nn.gguf_file import field, load_gguf_model, smollm2_path

@@ -23,16 +23,15 @@ def tokenizer_from_gguf(reader) -> Tokenizer:
     )
     tok.decoder = decoders.ByteLevel()
     types = field(reader, "tokenizer.ggml.token_type")
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types) if ty == CONTROL])
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types, strict=True) if ty == CONTROL])
     return tok
 
 
 def apply_chat_template(reader, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
-    """The file's chat template rendered with Jinja (SmolLM2: ChatML, <|im_start|>role ... <|im_end|>)."""
-    import jinja2
+    """The file's chat template rendered for `messages` (SmolLM2: ChatML)."""
+    from cs336_basics.chat_template import render_chat_template
 
     template = field(reader, "tokenizer.chat_template")
     if template is None:
         raise ValueError("the GGUF file has no tokenizer.chat_template")
-    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)  # as transformers renders chat templates
-    return env.from_string(template).render(messages=messages, add_generation_prompt=add_generation_prompt)
+    return render_chat_template(template, messages, add_generation_prompt)

@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from cs336_basics.nn import convert
-from cs336_basics.nn.modules.transformer_lm import TransformerLM, TransformerLMConfig
+from cs336_basics.nn.modules.transformer_lm import TransformerLMConfig
 
 
 def config_from_hf(cfg: dict) -> TransformerLMConfig:
@@ -47,10 +47,7 @@ def load_hf_dir(path, dtype=torch.float32):
         raise ValueError(f"cannot read the checkpoint in {path} ({type(e).__name__}: {e})") from None
     if cfg.get("model_type") not in ("llama", "mistral", "qwen2", None) and "llama" not in str(cfg.get("architectures")):
         raise ValueError(f"only Llama-family checkpoints are supported, config.json has model_type {cfg.get('model_type')!r}")
-    with torch.device("meta"):
-        model = TransformerLM(config_from_hf(cfg), dtype=dtype)
-    model = model.to_empty(device="cpu")
-    convert.load_state_dict(model, {k: v.to(dtype) for k, v in tensors.items()}, naming="hf")
+    model = convert.load_pretrained(config_from_hf(cfg), tensors, "hf", dtype)
     tokenizer, template = None, None
     if (path / "tokenizer.json").is_file():
         from tokenizers import Tokenizer

@@ -9,9 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics import COMPONENTS
-
-REPO = Path(__file__).resolve().parent.parent
+from cs336_basics import COMPONENTS, REPO
 
 
 @dataclass
@@ -31,11 +29,12 @@ class ComponentStatus:
 def component_of(classname: str, name: str) -> str:
     """The component a test belongs to: the first component name in the test's name or its
     parameters (`test_bad_input_raises_clear_error[swiglu-d_ff_zero]` -> swiglu), longest names
-    first; otherwise its test file (`tests.test_ffn_width` -> ffn_width)."""
+    first; otherwise its test file, as a path (`tests.test_ffn_width` -> tests/test_ffn_width.py:
+    the tests of a given part, not a component)."""
     for component in sorted(COMPONENTS, key=len, reverse=True):
         if component in name:
             return component
-    return classname.split(".")[-1].removeprefix("test_") if classname else "?"
+    return "/".join(classname.split(".")) + ".py" if classname else "?"
 
 
 def parse_junit(path: Path) -> dict[str, ComponentStatus]:
@@ -81,15 +80,16 @@ def _fmt(x: float | None) -> str:
 
 def format_table(table: dict[str, ComponentStatus]) -> str:
     """One row per component, then each failing component's first failure, whole."""
-    lines = [f"{'component':<22} {'passed':>9}  {'max abs err':>11}  {'max scaled err':>14}  status"]
     components_first = [c for c in COMPONENTS if c in table] + sorted(set(table) - set(COMPONENTS))
+    w = max([22, *map(len, components_first)])
+    lines = [f"{'component or test file':<{w}} {'passed':>9}  {'max abs err':>11}  {'max scaled err':>14}  status"]
     for name in components_first:
         row = table[name]
-        lines.append(f"{name:<22} {row.passed:>4}/{row.total:<4}  {_fmt(row.max_abs_err):>11}  "
+        lines.append(f"{name:<{w}} {row.passed:>4}/{row.total:<4}  {_fmt(row.max_abs_err):>11}  "
                      f"{_fmt(row.max_scaled_err):>14}  {'ok' if row.failed == 0 else 'FAIL'}")
     passed = sum(r.passed for r in table.values())
     total = sum(r.total for r in table.values())
-    lines.append(f"{'all':<22} {passed:>4}/{total:<4}")
+    lines.append(f"{'all':<{w}} {passed:>4}/{total:<4}")
     for name in components_first:
         if table[name].failed:
             lines += ["", f"{name}: first failure", *("    " + line for line in table[name].first_failure.splitlines())]

@@ -4,7 +4,7 @@ The zip holds your `cs336_basics/` package and nothing else: no caches (`__pycac
 no hidden files, no virtualenv, no tests or fixtures (the grader uses its own copies). It is
 written first; then the tests run once for the `cs336 status` table, and every component that
 still fails is named. The limits below are the grader's (it reads them from here): the
-reference package is 19 files and ~50 kB, so they leave ~25x and ~100x room.
+reference package is about 45 files and 160 kB, so they leave ~10x and ~30x room.
 """
 
 import os
@@ -13,9 +13,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from cs336_basics import COMPONENTS
+from cs336_basics import COMPONENTS, REPO
 
-REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "cs336_basics"
 ZIP_NAME = "submission.zip"
 MAX_PACKAGE_FILES = 500  # files in cs336_basics/ (caches and hidden files not counted)

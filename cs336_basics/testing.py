@@ -26,14 +26,22 @@ def _same_special(a: Tensor, e: Tensor) -> Tensor:
     return ~torch.isfinite(e) & ((a == e) | (a.isnan() & e.isnan()))
 
 
+def _scale(expected: Tensor) -> float:
+    """RMS of the finite entries of `expected` (float64); 1 if there are none or it is 0."""
+    finite = expected[torch.isfinite(expected)]
+    scale = float(finite.pow(2).mean().sqrt()) if finite.numel() else 1.0
+    return scale if scale > 0 else 1.0
+
+
+def _scaled(diff: Tensor, expected: Tensor, scale: float) -> Tensor:
+    return diff.abs() / (expected.abs() + scale)
+
+
 def scaled_error(actual: Tensor, expected: Tensor) -> Tensor:
     """|a - e| / (|e| + RMS(e)), elementwise, in float64; 0 where a and e hold the same inf or
     NaN, inf where they disagree on one."""
     a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
-    finite = torch.isfinite(e)
-    scale = e[finite].pow(2).mean().sqrt() if finite.any() else torch.tensor(1.0, dtype=torch.float64)
-    scale = scale if scale > 0 else torch.tensor(1.0, dtype=torch.float64)
-    err = (a - e).abs() / (e.abs() + scale)
+    err = _scaled(a - e, e, _scale(e))
     err = torch.where(_same_special(a, e), torch.zeros_like(err), err)
     return torch.where(err.isnan(), torch.full_like(err, float("inf")), err)
 
@@ -66,6 +74,8 @@ def compare(
         return Comparison(False, f"shape mismatch: got {tuple(actual.shape)}, expected {tuple(expected.shape)}")
     if out_dtype is not None and actual.dtype != out_dtype:
         return Comparison(False, f"dtype mismatch: got {actual.dtype}, expected {out_dtype} (the inputs' dtype)")
+    if out_dtype is not None and not out_dtype.is_floating_point:
+        return _compare_ids(actual, expected, reveal_values)
     err = scaled_error(actual, expected)
     abs_err = abs_error(actual, expected)
     max_abs = float(abs_err.max()) if abs_err.numel() else 0.0
@@ -86,6 +96,19 @@ def compare(
     return Comparison(False, message, max_abs, max_err)
 
 
+def _compare_ids(actual: Tensor, expected: Tensor, reveal_values: bool) -> Comparison:
+    """Token ids compared as ids: equal, or the first step (flat position) where they diverge."""
+    a, e = actual.detach().cpu().reshape(-1).long(), expected.detach().cpu().reshape(-1).long()
+    differ = (a != e).nonzero()
+    if not differ.numel():
+        return Comparison(True, "ok", 0.0, 0.0)
+    step, n_bad = int(differ[0]), int(differ.numel())
+    message = f"the token ids diverge at step {step} ({n_bad} of {a.numel()} ids differ)"
+    if reveal_values:
+        message += f"\n  from step {step}: got {a[step:step + 8].tolist()}, expected {e[step:step + 8].tolist()}"
+    return Comparison(False, message, float("nan"), float("inf"))
+
+
 def likely_mistakes(actual: Tensor, fixture) -> list[str]:
     """The diagnoses of the known wrong implementations whose fingerprint `actual` reproduces:
     at every probed index, within the case's tolerance of the wrong output (on the scale of the
@@ -93,15 +116,12 @@ def likely_mistakes(actual: Tensor, fixture) -> list[str]:
     if not isinstance(actual, Tensor) or tuple(actual.shape) != tuple(fixture.expected.shape):
         return []
     a, e = actual.detach().double().cpu().reshape(-1), fixture.expected.reshape(-1)
-    finite = e[torch.isfinite(e)]
-    scale = float(finite.pow(2).mean().sqrt()) if finite.numel() else 1.0
-    scale = scale if scale > 0 else 1.0
+    scale = _scale(e)
     found = []
     for fp in fixture.mistakes.values():
-        ours, right = a[fp.index], e[fp.index]
-        off = (ours - fp.value).abs() / (right.abs() + scale)
-        same_special = ~torch.isfinite(fp.value) & ((ours == fp.value) | (ours.isnan() & fp.value.isnan()))
-        if bool(((off <= fixture.tol) | same_special).all()):
+        ours = a[fp.index]
+        off = _scaled(ours - fp.value, e[fp.index], scale)  # the distance scaled_error measures, to the wrong output
+        if bool(((off <= fixture.tol) | _same_special(ours, fp.value)).all()):
             found.append(fp.diagnosis)
     return found
 

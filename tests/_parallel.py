@@ -13,7 +13,6 @@ from collections import Counter
 from contextlib import contextmanager
 
 import pytest
-
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -145,7 +144,7 @@ def rank_heads(rank: int, world_size: int) -> tuple:
     """On one rank: ParallelAttention holding this rank's heads; (output, input grad, collectives)."""
     _, weights, x, dy = heads_case()
     m = ParallelAttention(HEADS_D, HEADS_H, HEADS_KV, rope=heads_rope(), dtype=torch.float64)
-    m.load_state_dict(convert.shard_state_dict(weights, convert.sharding_plan(m), rank, world_size), strict=False)
+    m.load_state_dict(convert.shard_state_dict(weights, convert.sharding_plan(m), rank, world_size), strict=True)
     x = x.clone().requires_grad_()
     with counting_collectives() as counts:
         y = m(x)

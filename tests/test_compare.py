@@ -25,3 +25,13 @@ def test_compare_checks_shape_before_dtype_before_values():
     e = torch.zeros(2, 3)
     assert "shape mismatch" in compare(torch.zeros(3, 2, dtype=torch.float16), e, 1e-3, out_dtype=torch.float32).message
     assert "dtype mismatch" in compare(torch.ones(2, 3, dtype=torch.float16), e, 1e-3, out_dtype=torch.float32).message
+
+
+def test_compare_token_ids_as_ids_naming_the_step_where_they_diverge():
+    expected = torch.tensor([5, 9, 2, 7, 7], dtype=torch.float64)  # fixtures store ids as float64
+    assert compare(torch.tensor([5, 9, 2, 7, 7]), expected, tol=0.0, out_dtype=torch.int64).ok
+    result = compare(torch.tensor([5, 9, 3, 7, 1]), expected, tol=0.0, out_dtype=torch.int64)
+    assert not result.ok and "scaled error" not in result.message
+    assert "diverge at step 2 (2 of 5 ids differ)" in result.message and "got [3, 7, 1], expected [2, 7, 7]" in result.message
+    hidden = compare(torch.tensor([5, 9, 3, 7, 1]), expected, tol=0.0, out_dtype=torch.int64, reveal_values=False)
+    assert "diverge at step 2" in hidden.message and "expected" not in hidden.message

@@ -84,17 +84,17 @@ def test_output_dtype_is_input_dtype(name, dtype):
 # 0 = bit-identical.
 # The float64 column also pins "float64 stays float64": a float32 computation would be off by ~1e-7.
 FLOOR = {  #                float32   float64   bfloat16  float16
-    "linear":           dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0))),
-    "embedding":        dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0))),
-    "silu":             dict(zip(DTYPES, (7.8e-8,  1.5e-16, 0.0,     0.0))),
-    "gelu":             dict(zip(DTYPES, (3.1e-7,  1.2e-16, 2.1e-6,  1.1e-6))),
-    "gelu_tanh":        dict(zip(DTYPES, (8.1e-8,  7.6e-17, 8.0e-8,  9.5e-8))),
-    "relu":             dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0))),
-    "swiglu":           dict(zip(DTYPES, (1.6e-7,  3.3e-16, 0.0,     0.0))),
-    "positionwise_ffn": dict(zip(DTYPES, (3.3e-7,  1.2e-15, 7.4e-3,  9.8e-4))),
-    "rmsnorm":          dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0))),
-    "layernorm":        dict(zip(DTYPES, (1.6e-7,  2.0e-16, 0.0,     0.0))),
-    "softmax":          dict(zip(DTYPES, (1.2e-7,  3.3e-16, 0.0,     0.0))),
+    "linear":           dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
+    "embedding":        dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
+    "silu":             dict(zip(DTYPES, (7.8e-8,  1.5e-16, 0.0,     0.0), strict=True)),
+    "gelu":             dict(zip(DTYPES, (3.1e-7,  1.2e-16, 2.1e-6,  1.1e-6), strict=True)),
+    "gelu_tanh":        dict(zip(DTYPES, (8.1e-8,  7.6e-17, 8.0e-8,  9.5e-8), strict=True)),
+    "relu":             dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
+    "swiglu":           dict(zip(DTYPES, (1.6e-7,  3.3e-16, 0.0,     0.0), strict=True)),
+    "positionwise_ffn": dict(zip(DTYPES, (3.3e-7,  1.2e-15, 7.4e-3,  9.8e-4), strict=True)),
+    "rmsnorm":          dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
+    "layernorm":        dict(zip(DTYPES, (1.6e-7,  2.0e-16, 0.0,     0.0), strict=True)),
+    "softmax":          dict(zip(DTYPES, (1.2e-7,  3.3e-16, 0.0,     0.0), strict=True)),
 }
 
 

@@ -23,7 +23,7 @@ def test_ffn_block_matches_fixture(case, snapshot):
         FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="gelu", bias=True),
         FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="relu", bias=False),
     ],
-    ids=["llama", "original", "nobias"],
+    ids=["llama", "original", "positionwise_relu_nobias"],
 )
 def test_ffn_block_matches_torch_builtins(config):
     torch.manual_seed(0)

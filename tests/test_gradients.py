@@ -52,7 +52,7 @@ GRAD_FLOOR = {
 def test_backward_matches_torch_builtin(name):
     ours, builtin = KERNELS[name]
     args = _inputs(name)
-    for i, (g_ours, g_builtin) in enumerate(zip(_grads(ours, args), _grads(builtin, args))):
+    for i, (g_ours, g_builtin) in enumerate(zip(_grads(ours, args), _grads(builtin, args), strict=True)):
         assert_close(g_ours, g_builtin, tolerance(GRAD_FLOOR[name], F64), f"{name} grad of float input {i}")
 
 

@@ -8,6 +8,7 @@ import torch
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import MultiHeadSelfAttention, RotaryPositionalEmbedding
+from cs336_basics.nn import functional as F
 from cs336_basics.nn.kv_cache import KVCache
 from cs336_basics.testing import scaled_error, tolerance
 
@@ -115,6 +116,14 @@ def test_mha_state_dict_keys_follow_cs336():
     }  # fmt: skip
 
 
+@pytest.mark.parametrize("num_queries, num_keys", [(6, 6), (1, 6), (3, 7)], ids=["square", "one_cached_step", "cached"])
+def test_mha_causal_mask_lets_each_query_see_itself_and_earlier_keys(num_queries, num_keys):
+    position = torch.arange(num_keys - num_queries, num_keys)[:, None]  # the queries are the last positions
+    expected = torch.arange(num_keys)[None, :] <= position
+    mask = F.causal_mask(num_queries, num_keys)
+    assert mask.dtype == torch.bool and torch.equal(mask, expected), f"got\n{mask.int()}\nexpected\n{expected.int()}"
+
+
 def measure_floors(seeds=range(20)) -> dict[str, float]:
     floors, hf = {}, L.import_hf()
 
@@ -122,7 +131,7 @@ def measure_floors(seeds=range(20)) -> dict[str, float]:
         floors[name] = max(floors.get(name, 0.0), float(scaled_error(actual, expected).max()))
 
     for seed in seeds:
-        for heads, (nh, nkv) in HEADS.items():
+        for nh, nkv in HEADS.values():
             w, x = weights(nh, nkv, seed), x_of(seed)
             keep("f64", run_multihead_self_attention(D, nh, **w, in_features=x),
                  builtin_mha(nh, w, x))  # fmt: skip
@@ -141,3 +150,4 @@ def measure_floors(seeds=range(20)) -> dict[str, float]:
 if __name__ == "__main__":
     for name, floor in measure_floors().items():
         print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")
+

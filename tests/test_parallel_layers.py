@@ -72,7 +72,7 @@ def test_parallel_collectives_per_pass_are_megatrons(kind, world_size=W):
     assert (got["forward"], got["backward"]) == COLLECTIVES[kind]
 
 
-def test_parallel_column_rank_holds_its_block_of_output_rows():
+def test_parallel_column_rank_holds_its_slice_of_output_rows():
     w = torch.arange(24 * 16, dtype=torch.float64).reshape(24, 16)  # row i holds 16 i .. 16 i + 15
     layer = ColumnParallelLinear(16, 24, world_size=4, rank=2, dtype=torch.float64)
     shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=2, world_size=4)
@@ -80,7 +80,7 @@ def test_parallel_column_rank_holds_its_block_of_output_rows():
     assert torch.equal(layer.weight, w[12:18])
 
 
-def test_parallel_row_rank_holds_its_block_of_input_columns():
+def test_parallel_row_rank_holds_its_slice_of_input_columns():
     w = torch.arange(16 * 24, dtype=torch.float64).reshape(16, 24)
     layer = RowParallelLinear(24, 16, world_size=4, rank=1, dtype=torch.float64)
     shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=1, world_size=4)

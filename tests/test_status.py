@@ -23,7 +23,7 @@ REPORT = """<testsuites><testsuite>
     [
         ("tests.test_bad_input", "test_bad_input_raises_clear_error[swiglu-d_ff_zero]", "swiglu"),
         ("tests.test_dtypes", "test_output_dtype_is_input_dtype[positionwise_ffn-float16]", "positionwise_ffn"),
-        ("tests.test_ffn_width", "test_ffn_width_keeps_exact_multiples", "ffn_width"),
+        ("tests.test_ffn_width", "test_ffn_width_keeps_exact_multiples", "tests/test_ffn_width.py"),
     ],
     ids=["parameter", "longest_name", "file"],
 )
@@ -39,7 +39,7 @@ def test_status_counts_tests_and_takes_errors_from_snapshot_tests_only(tmp_path)
     assert (row.passed, row.failed) == (2, 1)
     assert (row.max_abs_err, row.max_scaled_err) == (0.5, 0.2)  # not the 9.0 measured against a built-in
     assert row.first_failure == "test_rmsnorm_matches_fixture[rmsnorm]: run_rmsnorm on fixture 'rmsnorm': 3 of 768 elements are off\ndetails"
-    assert table["ffn_width"].passed == 1
+    assert table["tests/test_ffn_width.py"].passed == 1
     assert "rmsnorm" in format_table(table) and " 2/3 " in format_table(table)
 
 

@@ -1,5 +1,4 @@
-from cs336_basics.nn import functional
-from cs336_basics.nn import convert
+from cs336_basics.nn import convert, functional
 from cs336_basics.nn.ffn_width import ffn_hidden_dim
 from cs336_basics.nn.modules import (
     Embedding,

@@ -15,6 +15,7 @@ Two kinds of names are derived from each table:
 A key that matches no name is an error that names it.
 """
 
+import torch
 from torch import Tensor, nn
 
 from cs336_basics.nn import convert_llama
@@ -129,6 +130,18 @@ def _decoder_attention(module: nn.Module):
     return next((m for m in module.modules() if isinstance(m, MultiHeadSelfAttention)), None)
 
 
+def load_pretrained(config, state_dict: dict[str, Tensor], naming: str, dtype: torch.dtype = torch.float32):
+    """A TransformerLM(config) in `dtype` holding `state_dict` (names of `naming`, see
+    load_state_dict): built on the meta device, so no random init of weights about to be
+    overwritten, then materialised on the CPU."""
+    from cs336_basics.nn.modules.transformer_lm import TransformerLM
+
+    with torch.device("meta"):
+        model = TransformerLM(config, dtype=dtype)
+    model = model.to_empty(device="cpu")
+    return load_state_dict(model, {k: v.to(dtype) for k, v in state_dict.items()}, naming=naming)
+
+
 def load_state_dict(
     module: nn.Module, state_dict: dict[str, Tensor], naming: str = "ours", arch: str = "llama"
 ) -> nn.Module:
@@ -167,8 +180,6 @@ def load_state_dict(
 # shards and join them back. A plan maps each key to the axis it is split along (None:
 # replicated); the parallel layers declare theirs as `shard_dim` (column-parallel: 0, the output
 # rows; row-parallel: 1, the input columns), as in Megatron-LM (Shoeybi et al. 2019).
-
-import torch  # noqa: E402  (this section's own import, kept here so the sections stay separate)
 
 
 def sharding_plan(module: nn.Module) -> dict[str, int | None]:

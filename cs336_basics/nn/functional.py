@@ -34,7 +34,7 @@ def _compute_dtype(x: Tensor) -> torch.dtype:
 
 
 def linear(
-    x: Float[Tensor, "... d_in"], weight: Float[Tensor, "d_out d_in"], bias: Float[Tensor, "d_out"] | None = None
+    x: Float[Tensor, "... d_in"], weight: Float[Tensor, "d_out d_in"], bias: Float[Tensor, " d_out"] | None = None
 ) -> Float[Tensor, "... d_out"]:
     """y = x W^T (+ b), with W of shape (d_out, d_in) as in torch.nn.Linear. Runs in x's dtype."""
     check_float("x", x)
@@ -164,9 +164,9 @@ def swiglu_ffn(
 def positionwise_ffn(
     x: Float[Tensor, "... d_model"],
     w1: Float[Tensor, "d_ff d_model"],
-    b1: Float[Tensor, "d_ff"] | None,
+    b1: Float[Tensor, " d_ff"] | None,
     w2: Float[Tensor, "d_model d_ff"],
-    b2: Float[Tensor, "d_model"] | None,
+    b2: Float[Tensor, " d_model"] | None,
     activation: str = "gelu",
 ) -> Float[Tensor, "... d_model"]:
     """FFN(x) = act(x W1^T + b1) W2^T + b2: the original position-wise FFN (Vaswani et al.
@@ -195,7 +195,7 @@ def positionwise_ffn(
 
 def rmsnorm(
     x: Float[Tensor, "... d_model"],
-    weight: Float[Tensor, "d_model"],
+    weight: Float[Tensor, " d_model"],
     eps: float = 1e-5,
     cast_before_gain: bool = False,
 ) -> Float[Tensor, "... d_model"]:
@@ -211,20 +211,20 @@ def rmsnorm(
     check_float("weight", weight)
     check_shape("weight", weight, (x.shape[-1],) if x.dim() > 0 else (-1,))
     check_positive("eps", eps)
+    if cast_before_gain:  # given: the default order with a gain of 1 (exact) is the rounded normalised value
+        return rmsnorm(x, torch.ones_like(weight), eps) * weight.to(x.dtype)
     # BEGIN SOLUTION
     in_dtype = x.dtype
     x_c = x.to(_compute_dtype(x))
     normed = x_c * torch.rsqrt(x_c.pow(2).mean(dim=-1, keepdim=True) + eps)
-    if cast_before_gain:
-        return normed.to(in_dtype) * weight.to(in_dtype)
     return (normed * weight.to(x_c.dtype)).to(in_dtype)
     # END SOLUTION
 
 
 def layernorm(
     x: Float[Tensor, "... d_model"],
-    weight: Float[Tensor, "d_model"],
-    bias: Float[Tensor, "d_model"] | None,
+    weight: Float[Tensor, " d_model"],
+    bias: Float[Tensor, " d_model"] | None,
     eps: float = 1e-5,
 ) -> Float[Tensor, "... d_model"]:
     """LayerNorm(x) = (x - mean(x)) / sqrt(var(x) + eps) * g + b, with the biased variance

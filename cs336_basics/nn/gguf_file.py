@@ -72,8 +72,4 @@ def load_gguf_model(path, dtype=torch.float32, context_length: int | None = None
     """(model, reader): our TransformerLM with the file's weights (dequantized, cast to dtype)."""
     reader = open_gguf(path)
     config = config_from_gguf(reader, context_length)
-    with torch.device("meta"):  # no random init of weights about to be overwritten
-        model = TransformerLM(config, dtype=dtype)
-    model = model.to_empty(device="cpu")
-    tensors = {k: v.to(dtype) for k, v in tensors_from_gguf(reader).items()}
-    return convert.load_state_dict(model, tensors, naming="gguf").eval(), reader
+    return convert.load_pretrained(config, tensors_from_gguf(reader), "gguf", dtype).eval(), reader

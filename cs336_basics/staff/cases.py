@@ -9,7 +9,7 @@ grader read it from there.
 
 Floors: the larger max scaled error, against the stored expected output, of the reference
 adapter and of the same adapter on PyTorch's built-in kernels, both run in the case's dtype
-(`uv run python -m cs336_basics.staff.measure_floors`), rounded up.
+(`uv run python -m tests.staff.measure_floors`), rounded up.
 
 Hidden cases (seeds 1000+) are for grading and never ship to students: other shapes (odd
 sizes, 1-D and 4-D), d_ff not a multiple of 64, bfloat16, and edge values. Case names never
@@ -160,14 +160,18 @@ PUBLIC_CASES = [
     Case("swiglu_4d", "swiglu", "run_swiglu", 19, swiglu_case((2, 2, 3), 40, 96, x_std=3.0), floor=6.5e-7),
     Case("swiglu_bf16", "swiglu", "run_swiglu", 20, swiglu_case(B, 64, 128), floor=1.7e-2, dtype=BF16),
     Case("positionwise_ffn", "positionwise_ffn", "run_positionwise_feedforward", 21, positionwise_case(B, 64, 256), floor=7.6e-7),
+    # witness: an activation other than the default GELU, SiLU (Swish; an FFN ignoring `activation` fails)
+    Case("positionwise_ffn_swish", "positionwise_ffn", "run_positionwise_feedforward", 40,
+         positionwise_case(B, 64, 256, activation="silu"), floor=6.0e-7),
     Case("ffn_block_llama", "ffn_block", "run_ffn_block", 22, ffn_block_case(B, 64, 192, "rmsnorm", "swiglu", "silu"),
          floor=3.7e-7),
     Case("ffn_block_original", "ffn_block", "run_ffn_block", 23,
          ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True), floor=4.1e-7),
     # attention: CS336's shapes (4 x 12 queries, 16 keys, d_k 64) with a mask that is not causal
-    # (a causal-only implementation, or an inverted mask, fails); no mask; 4-D with d_v != d_k
+    # (a causal-only implementation, or an inverted mask, fails) and a query that may attend to
+    # nothing (its output is 0: a -1e9 fill instead of -inf averages V there); no mask; 4-D with d_v != d_k
     Case("attention_random_mask", "attention", "run_scaled_dot_product_attention", 28,
-         attention_case((4,), 12, 16, 64, 64, mask="random", scale=1.5), floor=1.2e-6),
+         attention_case((4,), 12, 16, 64, 64, mask="fully_masked_row", scale=1.5), floor=1.2e-6),
     Case("attention_unmasked", "attention", "run_scaled_dot_product_attention", 29,
          attention_case((2, 3), 10, 10, 16, 8, scale=2.0), floor=3.7e-7),
     # rope: CS336's (4 x 12, d_k 64, theta 10000) at positions 0..11; per-row positions that are

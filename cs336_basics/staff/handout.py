@@ -30,9 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics import COMPONENTS
+from cs336_basics import COMPONENTS, REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "cs336_basics"
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 # Path parts that never ship: cs336_basics/staff/ and tests/staff/ are the staff's by location.

@@ -3,14 +3,12 @@
 
 import functools
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import torch
 
-from cs336_basics.fixture_io import FIXTURES_DIR
+from cs336_basics import REPO
 
-REPO = FIXTURES_DIR.parent
 ADAPTERS = REPO / "tests" / "adapters.py"
 
 

@@ -135,7 +135,7 @@ def test_parallel_fixture_tests_report_each_case_on_its_own_when_one_case_raises
     assert "2 passed" in out.splitlines()[-1]
 
 
-def test_parallel_unfinished_attention_fails_only_the_heads_test(tmp_path):
+def test_parallel_unfinished_heads_class_fails_only_the_heads_test(tmp_path):
     # the layer checks and the attention split by head share one launch
     failed, out = _run_with_broken(tmp_path, "ParallelAttention", "tests/test_parallel_layers.py", "tests/test_parallel_heads.py")
     assert failed == ["test_parallel_heads_split_equals_one_process"], out[-3000:]

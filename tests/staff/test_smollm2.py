@@ -67,7 +67,7 @@ def test_smollm2_students_expected_answer_is_the_reference_s_and_transformers(sm
     assert capital_of_france_answer(model, reader) == theirs == PARIS_ANSWER_IDS
 
 
-def test_smollm2_greedy_tokens_match_transformers_generate(smollm2_ours, smollm2_hf):
+def test_smollm2_greedy_tokens_match_transformers(smollm2_ours, smollm2_hf):
     model, reader = smollm2_ours
     for prompt in PROMPTS:
         ids = chat_ids(reader, prompt)

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 

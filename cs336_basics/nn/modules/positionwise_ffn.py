@@ -1,4 +1,3 @@
-import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 

@@ -49,13 +49,17 @@ class TransformerLM(nn.Module):
         # BEGIN SOLUTION
         rope = RotaryPositionalEmbedding(c.rope_theta, c.d_model // c.num_heads, c.context_length, device=device)
         self.token_embeddings = Embedding(c.vocab_size, c.d_model, **factory)
-        self.layers = nn.ModuleList(
-            TransformerBlock(c.d_model, c.num_heads, c.d_ff, num_kv_heads=c.num_kv_heads, eps=c.eps, rope=rope, **factory)
-            for _ in range(c.num_layers)
-        )
+        self.layers = nn.ModuleList(self.new_layer(rope, **factory) for _ in range(c.num_layers))
         self.ln_final = RMSNorm(c.d_model, eps=c.eps, **factory)
         self.lm_head = None if c.tie_embeddings else Linear(c.d_model, c.vocab_size, **factory)
         # END SOLUTION
+
+    def new_layer(self, rope: RotaryPositionalEmbedding, device=None, dtype=None) -> nn.Module:
+        """One decoder layer of this model sharing `rope`: a TransformerBlock (ParallelTransformerLM's
+        is split over its ranks). Given: __init__ builds every layer with it."""
+        c = self.config
+        return TransformerBlock(c.d_model, c.num_heads, c.d_ff, num_kv_heads=c.num_kv_heads, eps=c.eps, rope=rope,
+                                device=device, dtype=dtype)  # fmt: skip
 
     def new_kv_cache(self, max_len: int | None = None) -> list[KVCache]:
         """One empty KVCache per layer, holding up to max_len (default context_length) positions."""

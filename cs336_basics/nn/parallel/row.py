@@ -4,7 +4,7 @@ from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
 from cs336_basics.nn._checks import check_positive
-from cs336_basics.nn.init import linear_std
+from cs336_basics.nn.init import init_linear_weight_
 from cs336_basics.nn.parallel.comm import (
     check_divisible,
     reduce_from_parallel_region,
@@ -44,8 +44,7 @@ class RowParallelLinear(nn.Module):
         # BEGIN SOLUTION
         self.weight = nn.Parameter(torch.empty(d_out, self.d_in_per_rank, device=device, dtype=dtype))
         # END SOLUTION
-        std = linear_std(d_in, d_out)
-        nn.init.trunc_normal_(self.weight, mean=0.0, std=std, a=-3 * std, b=3 * std)
+        init_linear_weight_(self.weight, d_in, d_out)  # the full layer's std
 
     output_is_sharded = False
 

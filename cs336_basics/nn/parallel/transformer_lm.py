@@ -14,8 +14,6 @@ is split, so a full TransformerLM state dict loads with `convert.shard_state_dic
 
 from torch import nn
 
-from cs336_basics.nn.modules.embedding import Embedding
-from cs336_basics.nn.modules.linear import Linear
 from cs336_basics.nn.modules.rmsnorm import RMSNorm
 from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
 from cs336_basics.nn.modules.transformer_block import TransformerBlock
@@ -49,21 +47,18 @@ class ParallelTransformerLM(TransformerLM):
     size (a ValueError names the number and the world size)."""
 
     def __init__(self, config: TransformerLMConfig, group=None, world_size=None, rank=None, device=None, dtype=None):
-        nn.Module.__init__(self)  # TransformerLM.__init__ would build the unsplit layers
-        self.config = c = config
-        self.world_size, self.rank = world_size_and_rank(group, world_size, rank)
-        factory = dict(device=device, dtype=dtype)
-        check_shardable(c, self.world_size)
-        par = dict(group=group, world_size=self.world_size, rank=self.rank, **factory)
+        world_size, rank = world_size_and_rank(group, world_size, rank)
+        check_shardable(config, world_size)
+        # set before TransformerLM.__init__, which builds the layers with new_layer (below)
+        self.group, self.world_size, self.rank = group, world_size, rank
+        super().__init__(config, device=device, dtype=dtype)
+
+    def new_layer(self, rope: RotaryPositionalEmbedding, device=None, dtype=None) -> nn.Module:
+        """One ParallelTransformerBlock, split over this model's ranks, sharing `rope`."""
+        c = self.config
         # BEGIN SOLUTION
-        rope = RotaryPositionalEmbedding(c.rope_theta, c.d_model // c.num_heads, c.context_length, device=device)
-        self.token_embeddings = Embedding(c.vocab_size, c.d_model, **factory)
-        self.layers = nn.ModuleList(
-            ParallelTransformerBlock(c.d_model, c.num_heads, c.d_ff, c.num_kv_heads, c.eps, rope, **par)
-            for _ in range(c.num_layers)
-        )
-        self.ln_final = RMSNorm(c.d_model, eps=c.eps, **factory)
-        self.lm_head = None if c.tie_embeddings else Linear(c.d_model, c.vocab_size, **factory)
+        return ParallelTransformerBlock(c.d_model, c.num_heads, c.d_ff, c.num_kv_heads, c.eps, rope, group=self.group,
+                                        world_size=self.world_size, rank=self.rank, device=device, dtype=dtype)  # fmt: skip
         # END SOLUTION
 
     output_is_sharded = False

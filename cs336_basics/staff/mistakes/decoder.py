@@ -34,14 +34,14 @@ def sdpa_scale_by_d_k(Q, K, V, mask=None):
     return F.softmax(_masked(Q @ K.transpose(-1, -2) / Q.shape[-1], _blocked(mask)), -1) @ V
 
 
-@mistake("attention-softmax_over_queries", F, "scaled_dot_product_attention",
+@mistake("attention-normalised_over_queries", F, "scaled_dot_product_attention",
          diagnosis="attention with the softmax over the queries (dim=-2) instead of over the keys (dim=-1)")
 def sdpa_softmax_over_queries(Q, K, V, mask=None):
     s = _masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), _blocked(mask))
     return torch.nan_to_num(F.softmax(s, -2)) @ V
 
 
-@mistake("attention-mask_after_softmax", F, "scaled_dot_product_attention",
+@mistake("attention-mask_after_normalising", F, "scaled_dot_product_attention",
          diagnosis="attention zeroing masked probabilities after the softmax (the rows no longer sum to 1)")
 def sdpa_mask_after_softmax(Q, K, V, mask=None):
     p = F.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1)
@@ -166,6 +166,29 @@ def mha_rope_on_values(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_we
     return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
 
 
+def _split_heads_without_transpose(t, d_k):
+    return t.reshape(*t.shape[:-2], -1, t.shape[-2], d_k)  # (..., seq, H * d_k) read as (..., H, seq, d_k)
+
+
+@mistake("mha-heads_reshaped_without_transpose", F, "multihead_self_attention",
+         diagnosis="self-attention splitting the heads with a reshape to (num_heads, seq, d_k) and no transpose "
+         "(each head then mixes positions)")
+def mha_heads_reshaped_without_transpose(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
+                                         rope_cache=None, token_positions=None, kv_cache=None):  # fmt: skip
+    q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_without_transpose)
+    q, k = _rotate(x, rope_cache, token_positions, q, k)
+    out = F.grouped_query_attention(q, k, v, _causal(x))
+    return out.reshape(*x.shape[:-1], -1) @ o_proj_weight.T  # merged back with the same reshape
+
+
+@mistake("mha-causal_mask_hides_the_diagonal", F, "causal_mask",
+         diagnosis="a causal mask with j < i instead of j <= i: each position cannot see itself (and the first "
+         "sees nothing)")
+def causal_mask_strict(num_queries, num_keys, device=None):
+    offset = num_keys - num_queries
+    return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=offset - 1)
+
+
 # ---- decoder layer and lm (as forward functions of the modules) ---------------------------------------
 
 
@@ -187,6 +210,14 @@ def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache
 def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None):
     h = x + block.attn(block.ln2(x), token_positions, kv_cache)
     return h + block.ffn(block.ln1(h))
+
+
+@mistake("block-second_residual_adds_input", TransformerBlock, "forward",
+         diagnosis="the decoder layer's second residual adding the layer's input x instead of h = x + attention "
+         "(x + FFN(Norm(h)))")
+def decoder_block_second_residual_adds_input(block, x, token_positions=None, kv_cache=None):
+    h = x + block.attn(block.ln1(x), token_positions, kv_cache)
+    return x + block.ffn(block.ln2(h))
 
 
 def _layers(model, in_indices, token_positions, kv_cache=None):
@@ -267,3 +298,22 @@ def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0
             token = logits.argmax(-1)
             yield int(token)
             logits = model(token[:, None], token_positions=torch.tensor([ids.shape[-1] + step]))[:, -1]
+
+
+@mistake("generate-previous_token_after_prefill", generation, "generate",
+         diagnosis="generation feeding the model the token before the one it just chose (one step behind after the "
+         "prompt)")
+def generate_previous_token(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                            generator=None, use_cache=True):  # fmt: skip
+    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
+    cache = model.new_kv_cache(ids.shape[-1] + budget)
+    with torch.no_grad():
+        logits = model(ids, kv_cache=cache)[:, -1]
+        previous = ids[:, -1]
+        for step in range(budget):
+            token = logits.argmax(-1)
+            yield int(token)
+            if step < budget - 1:
+                positions = torch.tensor([ids.shape[-1] + step])
+                logits = model(previous[:, None], token_positions=positions, kv_cache=cache)[:, -1]
+                previous = token

@@ -243,6 +243,12 @@ def positionwise_bias_after_activation(x, w1, b1, w2, b2, activation="gelu"):
     return F.linear(F.gelu(F.linear(x, w1)) + b1, w2) + b2
 
 
+@mistake("positionwise_ffn-activation_ignored", F, "positionwise_ffn",
+         diagnosis="the position-wise FFN applying GELU whatever its activation argument says")
+def positionwise_always_gelu(x, w1, b1, w2, b2, activation="gelu"):
+    return F.linear(F.gelu(F.linear(x, w1) + b1), w2) + b2
+
+
 @mistake("ffn_block-post_norm", FFNBlock, "forward",
          diagnosis="the block normalising after the residual sum (post-norm: Norm(x + FFN(x)))")
 def block_post_norm(self, x):

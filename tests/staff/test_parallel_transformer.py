@@ -62,13 +62,13 @@ def two_ranks():
     return launch(_rank, 2, (full_state_dict(),), timeout=60)
 
 
-def test_parallel_lm_greedy_tokens_equal_one_process_token_for_token(one_process, two_ranks):
+def test_parallel_transformer_greedy_tokens_equal_one_process_token_for_token(one_process, two_ranks):
     tokens = one_process[0]
     assert len(tokens) == NEW
     assert [r[0] for r in two_ranks] == [tokens, tokens]  # and every rank picked the same
 
 
-def test_parallel_lm_logits_match_the_float64_truth(one_process, two_ranks):
+def test_parallel_transformer_logits_match_the_float64_truth(one_process, two_ranks):
     _, ours, truth = one_process
     results = {"one process": ours} | {f"W=2, rank {r}": logits for r, (_, logits, *_) in enumerate(two_ranks)}
     for what, logits in results.items():
@@ -76,21 +76,21 @@ def test_parallel_lm_logits_match_the_float64_truth(one_process, two_ranks):
         assert result.ok, f"{what}, float32 logits: {result.message}"
 
 
-def test_parallel_lm_kv_cache_holds_only_local_kv_heads(two_ranks):
+def test_parallel_transformer_kv_cache_holds_only_local_kv_heads(two_ranks):
     d_k = CONFIG.d_model // CONFIG.num_heads
     assert [r[2] for r in two_ranks] == [(1, CONFIG.num_kv_heads // 2, CONFIG.context_length, d_k)] * 2
 
 
-def test_parallel_lm_runs_on_the_chosen_backend(two_ranks):
+def test_parallel_transformer_runs_on_the_chosen_backend(two_ranks):
     assert [r[3] for r in two_ranks] == [choose_backend()] * 2  # gloo on CPU, nccl with CUDA, $CS336_DIST_BACKEND
 
 
-def test_parallel_lm_state_dict_keys_equal_the_lm_s():
+def test_parallel_transformer_state_dict_keys_equal_the_one_process_model_s():
     keys = ParallelTransformerLM(CONFIG, world_size=2, rank=0).state_dict().keys()
     assert keys == TransformerLM(CONFIG).state_dict().keys()
 
 
-def test_parallel_lm_rejects_heads_the_ranks_cannot_share():
+def test_parallel_transformer_rejects_heads_the_ranks_cannot_share():
     config = TransformerLMConfig(61, 40, 36, 1, num_heads=9, d_ff=48, num_kv_heads=3)  # SmolLM2's 9 and 3 heads
     with pytest.raises(ValueError, match=r"num_heads=9 and num_kv_heads=3 are not divisible by world_size=2"):
         ParallelTransformerLM(config, world_size=2, rank=0)

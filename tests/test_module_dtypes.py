@@ -1,0 +1,45 @@
+"""Every module puts every parameter (and buffer) on the device and in the dtype it is given: a
+module that drops them (an Embedding built in float32 inside a float64 model) fails here, naming
+the parameter, not later inside attention. The "meta" device stands for any device but the CPU."""
+
+import pytest
+import torch
+
+from cs336_basics.nn import (
+    Embedding,
+    FFNBlock,
+    FFNBlockConfig,
+    LayerNorm,
+    Linear,
+    MultiHeadSelfAttention,
+    PositionWiseFFN,  # fmt: skip
+    RMSNorm,
+    SwiGLUFFN,
+    TransformerBlock,
+    TransformerLM,
+    TransformerLMConfig,
+)
+
+MODULES = {
+    "linear": lambda **kw: Linear(8, 12, **kw),
+    "embedding": lambda **kw: Embedding(20, 8, **kw),
+    "rmsnorm": lambda **kw: RMSNorm(8, **kw),
+    "layernorm": lambda **kw: LayerNorm(8, **kw),
+    "swiglu": lambda **kw: SwiGLUFFN(8, 16, **kw),
+    "positionwise_ffn": lambda **kw: PositionWiseFFN(8, 16, **kw),
+    "ffn_block": lambda **kw: FFNBlock(FFNBlockConfig(8, 16, norm="layernorm", ffn="positionwise", bias=True), **kw),
+    "mha": lambda **kw: MultiHeadSelfAttention(8, 2, 1, **kw),
+    "block": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, **kw),
+    "lm": lambda **kw: TransformerLM(TransformerLMConfig(20, 16, 8, 2, 2, 16), **kw),
+}
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["float64", "bfloat16"])
+@pytest.mark.parametrize("component", MODULES)
+def test_module_parameters_take_the_given_dtype_and_device(component, dtype, device):
+    module = MODULES[component](device=device, dtype=dtype)
+    wrong = {name: (p.dtype, p.device.type) for name, p in module.named_parameters() if (p.dtype, p.device.type) != (dtype, device)}
+    assert wrong == {}, f"{type(module).__name__}(..., device={device!r}, dtype={dtype}): these parameters are not: {wrong}"
+    moved = {name: b.device.type for name, b in module.named_buffers() if b.device.type != device}
+    assert moved == {}, f"{type(module).__name__}(..., device={device!r}): these buffers are elsewhere: {moved}"
