@@ -78,8 +78,11 @@ print(sum(len(e.ids) for e in tok.encode_batch(docs)) + len(docs) - 1)
 
 def run_child(kind: str, **args) -> dict:
     """Run CHILD[kind] in a fresh Python; its wall and CPU seconds, peak memory (MB) and output."""
-    code = (f"import json, time\nARGS = json.loads({json.dumps(json.dumps(args))})\nSTART = time.perf_counter()\n"
-            + CHILD[kind] + "\nprint('seconds', time.perf_counter() - START)\n")
+    code = (
+        f"import json, time\nARGS = json.loads({json.dumps(json.dumps(args))})\nSTART = time.perf_counter()\n"
+        + CHILD[kind]
+        + "\nprint('seconds', time.perf_counter() - START)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     lines = proc.stdout.read().strip().splitlines()
@@ -100,19 +103,28 @@ def main() -> None:
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
-        files = dict(vocab_out=os.path.join(tmp, "vocab.json"), merges_out=os.path.join(tmp, "merges.txt"), eot=EOT,
-                     vocab_size=args.vocab_size, repo=repo)
+        files = dict(
+            vocab_out=os.path.join(tmp, "vocab.json"),
+            merges_out=os.path.join(tmp, "merges.txt"),
+            eot=EOT,
+            vocab_size=args.vocab_size,
+            repo=repo,
+        )
         print(f"\ntrain_bpe, vocab_size {args.vocab_size}: ours vs tokenizers BpeTrainer")
-        print(f"{'corpus':>8} {'ours s (cpu)':>14} {'hf s (cpu)':>12} {'wall ratio':>10} {'cpu ratio':>9} "
-              f"{'ours MB':>8} {'hf MB':>7}")
+        print(
+            f"{'corpus':>8} {'ours s (cpu)':>14} {'hf s (cpu)':>12} {'wall ratio':>10} {'cpu ratio':>9} "
+            f"{'ours MB':>8} {'hf MB':>7}"
+        )
         for mb in args.train_mb:
             corpus = os.path.join(tmp, f"train_{mb:g}.txt")
             write_corpus(corpus, mb)
             ours = run_child("ours_train", corpus=corpus, **files)
             hf = run_child("hf_train", corpus=corpus, **files)
-            print(f"{mb:>6g}MB {ours['wall']:>6.2f} ({ours['cpu']:>5.2f}) {hf['wall']:>5.2f} ({hf['cpu']:>4.2f}) "
-                  f"{ours['wall'] / hf['wall']:>10.2f} {ours['cpu'] / hf['cpu']:>9.2f} "
-                  f"{ours['peak_mb']:>8.0f} {hf['peak_mb']:>7.0f}")
+            print(
+                f"{mb:>6g}MB {ours['wall']:>6.2f} ({ours['cpu']:>5.2f}) {hf['wall']:>5.2f} ({hf['cpu']:>4.2f}) "
+                f"{ours['wall'] / hf['wall']:>10.2f} {ours['cpu'] / hf['cpu']:>9.2f} "
+                f"{ours['peak_mb']:>8.0f} {hf['peak_mb']:>7.0f}"
+            )
         print(f"\nencode (vocabulary trained above on {args.train_mb[-1]:g} MB): ours encode_iterable vs tokenizers")
         print(f"{'file':>8} {'ours MB/s':>9} {'hf MB/s':>8} {'ratio':>6} {'ours peak MB':>12} {'hf peak MB':>10}")
         for mb in args.encode_mb:
@@ -122,8 +134,10 @@ def main() -> None:
             ours = run_child("ours_encode", corpus=corpus, **files)
             hf = run_child("hf_encode", corpus=corpus, **files)
             assert ours["out"] == hf["out"], f"token counts differ: {ours['out']} vs {hf['out']}"
-            print(f"{mb:>6g}MB {size / ours['wall']:>9.2f} {size / hf['wall']:>8.2f} {ours['wall'] / hf['wall']:>6.2f} "
-                  f"{ours['peak_mb']:>12.0f} {hf['peak_mb']:>10.0f}")
+            print(
+                f"{mb:>6g}MB {size / ours['wall']:>9.2f} {size / hf['wall']:>8.2f} {ours['wall'] / hf['wall']:>6.2f} "
+                f"{ours['peak_mb']:>12.0f} {hf['peak_mb']:>10.0f}"
+            )
             os.remove(corpus)
 
 

@@ -42,11 +42,15 @@ def main() -> None:
     from transformers import AutoModelForCausalLM
 
     ours, reader = load_gguf_model(smollm2_path())
-    theirs = AutoModelForCausalLM.from_pretrained(smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32).eval()
+    theirs = AutoModelForCausalLM.from_pretrained(
+        smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32
+    ).eval()
     ids = tokenizer_from_gguf(reader).encode(apply_chat_template(reader, [{"role": "user", "content": PROMPT}])).ids
     x = torch.tensor([ids])
     n = args.new_tokens
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, prompt {len(ids)} tokens, {n} new tokens, float32 CPU")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, prompt {len(ids)} tokens, {n} new tokens, float32 CPU"
+    )
 
     with torch.inference_mode():
         ours(x), theirs(x)  # warm up
@@ -69,7 +73,9 @@ def main() -> None:
     gen_o, gen_h = n / t_gen_ours, n / t_gen_hf
     print(f"{'prefill':10s} {pre_o:9.1f} t/s {pre_h:11.1f} t/s {pre_o / pre_h:6.2f}x")
     print(f"{'generate':10s} {gen_o:9.1f} t/s {gen_h:11.1f} t/s {gen_o / gen_h:6.2f}x")
-    print(f"model parameters: ours {param_bytes(ours) / 2**20:.1f} MiB, transformers {param_bytes(theirs) / 2**20:.1f} MiB")
+    print(
+        f"model parameters: ours {param_bytes(ours) / 2**20:.1f} MiB, transformers {param_bytes(theirs) / 2**20:.1f} MiB"
+    )
     print(f"our KV cache: {per_token / 1024:.1f} KiB per token, {per_token * len(ids + [0] * n) / 2**20:.2f} MiB for this run, "
           f"{per_token * ours.config.context_length / 2**20:.0f} MiB at context_length {ours.config.context_length}")  # fmt: skip
 

@@ -114,7 +114,10 @@ def measure(handout: Path, repetitions: int) -> tuple[dict[str, list[float]], di
             times[name].append(time.perf_counter() - t0)
             cpu[name].append(_cpu_seconds() - c0)
             codes[name] = max(codes.get(name, 0), done.returncode)
-        print(f"repetition {rep + 1}/{repetitions}: " + ", ".join(f"{n} {t[-1]:.1f}" for n, t in times.items()), flush=True)
+        print(
+            f"repetition {rep + 1}/{repetitions}: " + ", ".join(f"{n} {t[-1]:.1f}" for n, t in times.items()),
+            flush=True,
+        )
     return times, cpu, codes
 
 
@@ -133,20 +136,28 @@ def table(times: dict[str, list[float]], cpu: dict[str, list[float]], codes: dic
             verdict += f" (pytest exit {codes[name]})"
         ok &= verdict == "" or verdict == "ok"
         target_s = "-" if target is None else f"<={target:g}"
-        lines.append(f"{name:<18} {med:>7.2f} {med / floor:>6.2f} {med_cpu:>7.2f} {ratio:>6.2f} {target_s:>7}  {verdict}")
+        lines.append(
+            f"{name:<18} {med:>7.2f} {med / floor:>6.2f} {med_cpu:>7.2f} {ratio:>6.2f} {target_s:>7}  {verdict}"
+        )
     return "\n".join(lines), ok
 
 
 def profile(handout: Path, times: dict[str, list[float]], top: int = 15) -> None:
     """Collection's import costs and the slowest components' slowest tests."""
-    done = _run(["uv", "run", "python", "-X", "importtime", "-m", "pytest", "--collect-only", "-q", "-s"], handout,
-                capture_output=True, text=True)
+    done = _run(
+        ["uv", "run", "python", "-X", "importtime", "-m", "pytest", "--collect-only", "-q", "-s"],
+        handout,
+        capture_output=True,
+        text=True,
+    )
     rows = []
     for line in done.stderr.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
         if m:
             rows.append((int(m.group(2)), int(m.group(1)), len(m.group(3)) // 2, m.group(4)))
-    print(f"\ncollection (`uv run python -X importtime -m pytest --collect-only -q -s`; -s, or pytest swallows the import log), top {top} imports by cumulative time:")
+    print(
+        f"\ncollection (`uv run python -X importtime -m pytest --collect-only -q -s`; -s, or pytest swallows the import log), top {top} imports by cumulative time:"
+    )
     print(f"{'cumulative ms':>14} {'self ms':>8}  module (depth)")
     for cum, self_us, depth, name in sorted(rows, reverse=True)[:top]:
         print(f"{cum / 1e3:>14.0f} {self_us / 1e3:>8.0f}  {name} ({depth})")
@@ -163,14 +174,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--handout", type=Path, help="reuse (or build into) this handout folder")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a ratio is over its target")
     parser.add_argument("--profile", action="store_true", help="also print import and test-duration profiles")
-    parser.add_argument("--keep-env", action="store_true",
-                        help="keep PYTHONDONTWRITEBYTECODE (by default it is unset, as on a student's machine)")
+    parser.add_argument(
+        "--keep-env",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE (by default it is unset, as on a student's machine)",
+    )
     args = parser.parse_args(argv)
     global KEEP_ENV
     KEEP_ENV = args.keep_env
     handout, sync_s = prepare(args.handout)
-    print(f"uv sync --compile-bytecode: {sync_s:.1f} s; PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')}; "
-          f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"uv sync --compile-bytecode: {sync_s:.1f} s; PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')}; "
+        f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}"
+    )
     times, cpu, codes = measure(handout, args.repetitions)
     text, ok = table(times, cpu, codes)
     print(f"\n{args.repetitions} interleaved repetitions in {handout}; medians, ratio = median / floor median\n{text}")

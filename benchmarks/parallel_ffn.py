@@ -89,17 +89,25 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    configs = [("SwiGLUFFN (single process)", False, 1), ("ParallelSwiGLUFFN W=1", True, 1), ("ParallelSwiGLUFFN W=2", True, 2)]
-    print(f"d_model {D_MODEL}, d_ff {D_FF}, batch x seq {args.batch} x {args.seq}, float32, {cores} cores, "
-          f"median of {args.steps} steps after one warm-up; load average {os.getloadavg()[0]:.1f} (other users skew ratios)")
+    configs = [
+        ("SwiGLUFFN (single process)", False, 1),
+        ("ParallelSwiGLUFFN W=1", True, 1),
+        ("ParallelSwiGLUFFN W=2", True, 2),
+    ]
+    print(
+        f"d_model {D_MODEL}, d_ff {D_FF}, batch x seq {args.batch} x {args.seq}, float32, {cores} cores, "
+        f"median of {args.steps} steps after one warm-up; load average {os.getloadavg()[0]:.1f} (other users skew ratios)"
+    )
     baseline = None
     for name, parallel, world_size in configs:
         threads = max(1, cores // world_size)
         per_rank = launch(_rank_bench, world_size, (parallel, args.batch, args.seq, args.steps, threads), timeout=1200)
         step, comm = per_rank[0]
         baseline = baseline or step
-        print(f"{name:28s} {threads} thread(s)/rank  step {step * 1e3:8.1f} ms  ratio {step / baseline:5.2f}  "
-              f"all-reduce {100 * comm / step:5.1f}% of the step")
+        print(
+            f"{name:28s} {threads} thread(s)/rank  step {step * 1e3:8.1f} ms  ratio {step / baseline:5.2f}  "
+            f"all-reduce {100 * comm / step:5.1f}% of the step"
+        )
 
 
 if __name__ == "__main__":

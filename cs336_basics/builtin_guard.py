@@ -19,8 +19,8 @@ The grader records in its worker with CallRecorder and checks with forbidden_cal
 """
 
 import contextlib
-from collections.abc import Iterable, Iterator
 import secrets
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from types import MappingProxyType
 
@@ -37,8 +37,12 @@ def _every_alias(*ops: str) -> frozenset[str]:
     names = set()
     for op in ops:
         for form in (op, op + "_"):
-            for space, short in ((torch, "torch."), (torch.nn.functional, "F."), (torch.special, "torch.special."),
-                                 (torch.Tensor, "Tensor.")):
+            for space, short in (
+                (torch, "torch."),
+                (torch.nn.functional, "F."),
+                (torch.special, "torch.special."),
+                (torch.Tensor, "Tensor."),
+            ):
                 if callable(getattr(space, form, None)):
                     names.add(short + form)
             if hasattr(torch.ops.aten, form):
@@ -50,71 +54,108 @@ _LINEAR = _every_alias("linear", "bilinear")
 _SILU = _every_alias("silu")
 _GELU = _every_alias("gelu")
 _GLU = _every_alias("glu")
-_SOFTMAX = _every_alias("softmax", "log_softmax", "softmin", "gumbel_softmax", "_softmax", "_log_softmax",
-                        "_safe_softmax")
+_SOFTMAX = _every_alias(
+    "softmax", "log_softmax", "softmin", "gumbel_softmax", "_softmax", "_log_softmax", "_safe_softmax"
+)
 _RMSNORM = _every_alias("rms_norm", "_fused_rms_norm")
 _LAYERNORM = _every_alias("layer_norm", "native_layer_norm", "group_norm", "native_group_norm")
 _EMBEDDING = _every_alias("embedding", "embedding_bag", "_embedding_bag")
 # No component may reach for attention or whole-layer built-ins.
-_ANYWHERE = _every_alias("scaled_dot_product_attention", "multi_head_attention_forward",
-                         "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention_for_cpu",
-                         "_scaled_dot_product_efficient_attention", "_native_multi_head_attention",
-                         "_transformer_encoder_layer_fwd")
+_ANYWHERE = _every_alias(
+    "scaled_dot_product_attention",
+    "multi_head_attention_forward",
+    "_scaled_dot_product_attention_math",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_efficient_attention",
+    "_native_multi_head_attention",
+    "_transformer_encoder_layer_fwd",
+)
 
-_MHA = frozenset({"torch.nn.modules.activation.MultiheadAttention.forward", "F.multi_head_attention_forward",
-                  "aten._native_multi_head_attention"})
+_MHA = frozenset(
+    {
+        "torch.nn.modules.activation.MultiheadAttention.forward",
+        "F.multi_head_attention_forward",
+        "aten._native_multi_head_attention",
+    }
+)
 _ROPE = _every_alias("polar", "view_as_complex")
 # The loss from exp, log, sum, max and indexing: none of the built-in losses, log-softmax or logsumexp.
-_CROSS_ENTROPY = _SOFTMAX | _every_alias("cross_entropy", "nll_loss", "cross_entropy_loss", "nll_loss_nd",
-                                         "nll_loss_forward", "nll_loss2d_forward", "logsumexp")
+_CROSS_ENTROPY = _SOFTMAX | _every_alias(
+    "cross_entropy",
+    "nll_loss",
+    "cross_entropy_loss",
+    "nll_loss_nd",
+    "nll_loss_forward",
+    "nll_loss2d_forward",
+    "logsumexp",
+)
 # torch.optim.Adam/AdamW's step: its per-tensor loop asks torch.is_complex of every parameter (seen as
 # a torch function); its foreach and fused kernels are ATen operators of their own.
-_ADAMW = frozenset({"torch.is_complex", "aten._fused_adam_", "aten._fused_adamw_", "aten._foreach_lerp_",
-                    "aten._foreach_addcdiv_", "aten._foreach_addcmul_", "aten._foreach_sqrt"})
+_ADAMW = frozenset(
+    {
+        "torch.is_complex",
+        "aten._fused_adam_",
+        "aten._fused_adamw_",
+        "aten._foreach_lerp_",
+        "aten._foreach_addcdiv_",
+        "aten._foreach_addcmul_",
+        "aten._foreach_sqrt",
+    }
+)
 # torch.nn.utils.clip_grad_norm_ (and get_total_norm / clip_grads_with_norm_): the foreach norm and scaling.
-_CLIPPING = frozenset({"torch._foreach_norm", "aten._foreach_norm", "torch._foreach_mul_", "aten._foreach_mul_",
-                       "aten._foreach_mul"})
+_CLIPPING = frozenset(
+    {"torch._foreach_norm", "aten._foreach_norm", "torch._foreach_mul_", "aten._foreach_mul_", "aten._foreach_mul"}
+)
 _DECODER = _ANYWHERE | _MHA | _LINEAR | _SILU | _GLU | _SOFTMAX | _RMSNORM | _EMBEDDING
 
 # component -> the built-ins (canonical names, see call_name) it may not call
-BANNED = MappingProxyType({
-    "linear": _ANYWHERE | _LINEAR,
-    "embedding": _ANYWHERE | _EMBEDDING,
-    "silu": _ANYWHERE | _SILU,
-    "gelu": _ANYWHERE | _GELU,
-    "softmax": _ANYWHERE | _SOFTMAX,
-    "rmsnorm": _ANYWHERE | _RMSNORM,
-    "layernorm": _ANYWHERE | _LAYERNORM,
-    "swiglu": _ANYWHERE | _LINEAR | _SILU | _GLU,
-    "positionwise_ffn": _ANYWHERE | _LINEAR | _SILU | _GELU | _GLU,
-    "ffn_block": _ANYWHERE | _LINEAR | _SILU | _GELU | _GLU | _RMSNORM | _LAYERNORM,
-    # attention is softmax(Q K^T / sqrt(d_k)) V from matmuls and this package's softmax
-    "attention": _ANYWHERE | _SOFTMAX,
-    # RoPE as real arithmetic on adjacent pairs; the complex form is the oracle (Meta's llama)
-    "rope": _ANYWHERE | _ROPE,
-    "mha": _ANYWHERE | _MHA | _LINEAR | _SOFTMAX | _ROPE,
-    "block": _DECODER | _ROPE,
-    "lm": _DECODER | _ROPE,
-    "generate": _DECODER | _ROPE,
-    "cross_entropy": _ANYWHERE | _CROSS_ENTROPY,
-    "adamw": _ANYWHERE | _ADAMW,
-    "lr_schedule": _ANYWHERE,  # Python arithmetic: no built-in computes it
-    "gradient_clipping": _ANYWHERE | _CLIPPING,
-    # no built-in samples batches or writes checkpoints (torch.save and torch.load are tools)
-    "get_batch": _ANYWHERE,
-    "checkpoint": _ANYWHERE,
-    # Recorded in the process that calls the adapter only: the ranks it starts are other
-    # processes, and what they call is not seen (PyTorch's DTensor tensor parallelism, the tests'
-    # oracle, is not a torch function either; tests/test_parallel_layers.py counts collectives).
-    "parallel": _ANYWHERE | _LINEAR | _SILU | _GLU,
-    # byte-level BPE is Python on bytes: no torch built-in computes it
-    "train_bpe": frozenset(),
-    "tokenizer": frozenset(),
-})
+BANNED = MappingProxyType(
+    {
+        "linear": _ANYWHERE | _LINEAR,
+        "embedding": _ANYWHERE | _EMBEDDING,
+        "silu": _ANYWHERE | _SILU,
+        "gelu": _ANYWHERE | _GELU,
+        "softmax": _ANYWHERE | _SOFTMAX,
+        "rmsnorm": _ANYWHERE | _RMSNORM,
+        "layernorm": _ANYWHERE | _LAYERNORM,
+        "swiglu": _ANYWHERE | _LINEAR | _SILU | _GLU,
+        "positionwise_ffn": _ANYWHERE | _LINEAR | _SILU | _GELU | _GLU,
+        "ffn_block": _ANYWHERE | _LINEAR | _SILU | _GELU | _GLU | _RMSNORM | _LAYERNORM,
+        # attention is softmax(Q K^T / sqrt(d_k)) V from matmuls and this package's softmax
+        "attention": _ANYWHERE | _SOFTMAX,
+        # RoPE as real arithmetic on adjacent pairs; the complex form is the oracle (Meta's llama)
+        "rope": _ANYWHERE | _ROPE,
+        "mha": _ANYWHERE | _MHA | _LINEAR | _SOFTMAX | _ROPE,
+        "block": _DECODER | _ROPE,
+        "lm": _DECODER | _ROPE,
+        "generate": _DECODER | _ROPE,
+        "cross_entropy": _ANYWHERE | _CROSS_ENTROPY,
+        "adamw": _ANYWHERE | _ADAMW,
+        "lr_schedule": _ANYWHERE,  # Python arithmetic: no built-in computes it
+        "gradient_clipping": _ANYWHERE | _CLIPPING,
+        # no built-in samples batches or writes checkpoints (torch.save and torch.load are tools)
+        "get_batch": _ANYWHERE,
+        "checkpoint": _ANYWHERE,
+        # Recorded in the process that calls the adapter only: the ranks it starts are other
+        # processes, and what they call is not seen (PyTorch's DTensor tensor parallelism, the tests'
+        # oracle, is not a torch function either; tests/test_parallel_layers.py counts collectives).
+        "parallel": _ANYWHERE | _LINEAR | _SILU | _GLU,
+        # byte-level BPE is Python on bytes: no torch built-in computes it
+        "train_bpe": frozenset(),
+        "tokenizer": frozenset(),
+    }
+)
 
-_PREFIXES = (("torch.nn.functional.", "F."), ("torch._C._nn.", "F."), ("torch._C._special.special_", "torch.special."),
-             ("torch._C._VariableFunctions.", "torch."), ("torch._VariableFunctionsClass.", "torch."),
-             ("torch._C.TensorBase.", "Tensor."), ("TensorBase.", "Tensor."), ("Tensor.", "Tensor."))
+_PREFIXES = (
+    ("torch.nn.functional.", "F."),
+    ("torch._C._nn.", "F."),
+    ("torch._C._special.special_", "torch.special."),
+    ("torch._C._VariableFunctions.", "torch."),
+    ("torch._VariableFunctionsClass.", "torch."),
+    ("torch._C.TensorBase.", "Tensor."),
+    ("TensorBase.", "Tensor."),
+    ("Tensor.", "Tensor."),
+)
 
 
 def call_name(func) -> str:
@@ -128,7 +169,7 @@ def call_name(func) -> str:
     full = f"{module}.{qualname}" if module else qualname
     for prefix, short in _PREFIXES:
         if full.startswith(prefix):
-            return short + full[len(prefix):]
+            return short + full[len(prefix) :]
     return full
 
 
@@ -139,8 +180,10 @@ def forbidden_calls(component: str, calls: Iterable[str]) -> list[str]:
 
 def explain(component: str, banned: list[str]) -> str:
     """The message a student sees when `component` called the built-ins `banned`."""
-    return (f"{component} called {', '.join(banned)}: the PyTorch built-in that computes this component. "
-            f"Write {component} from elementary tensor operations; the built-in is what the tests compare against.")
+    return (
+        f"{component} called {', '.join(banned)}: the PyTorch built-in that computes this component. "
+        f"Write {component} from elementary tensor operations; the built-in is what the tests compare against."
+    )
 
 
 class _FunctionRecorder(TorchFunctionMode):
@@ -175,7 +218,9 @@ class _DispatcherObserver:
     recording: the records returned at the end must hold both, or they are not this session's
     (restarted) or RecordFunction was left switched off."""
 
-    _CONFIG = ProfilerConfig(ProfilerState.CPU, False, False, False, False, False, torch._C._profiler._ExperimentalConfig())
+    _CONFIG = ProfilerConfig(
+        ProfilerState.CPU, False, False, False, False, False, torch._C._profiler._ExperimentalConfig()
+    )
 
     def __init__(self, calls: set[str]):
         self.calls = calls
@@ -196,9 +241,10 @@ class _DispatcherObserver:
             raise RecordingTampered(f"the profiler was switched off ({e})") from None
         names = {event.name() for thread in records for event in thread if event.kind() == "push"}
         if not set(self.markers) <= names:
-            raise RecordingTampered("the profiler was restarted or RecordFunction switched off: its records "
-                                    "are not the recorder's")
-        self.calls.update("aten." + n[len("aten::"):] for n in names if n.startswith("aten::"))
+            raise RecordingTampered(
+                "the profiler was restarted or RecordFunction switched off: its records are not the recorder's"
+            )
+        self.calls.update("aten." + n[len("aten::") :] for n in names if n.startswith("aten::"))
 
 
 class CallRecorder:
@@ -213,9 +259,11 @@ class CallRecorder:
         self.calls: set[str] = set()
         self._counter = [0]
         self._dispatch = dispatch
-        self._modes = (_FunctionRecorder(self.calls),
-                       _DispatchRecorder(self.calls, self._counter) if dispatch else contextlib.nullcontext(),
-                       _DispatcherObserver(self.calls) if dispatch else contextlib.nullcontext())
+        self._modes = (
+            _FunctionRecorder(self.calls),
+            _DispatchRecorder(self.calls, self._counter) if dispatch else contextlib.nullcontext(),
+            _DispatcherObserver(self.calls) if dispatch else contextlib.nullcontext(),
+        )
         self._depths = (0, 0)
 
     @property
@@ -237,7 +285,8 @@ class CallRecorder:
         """The recorder's modes are still on top of their stacks, at the depths they were pushed to."""
         functions, dispatches = self._depths
         if torch._C._len_torch_function_stack() != functions or (
-                torch._C._get_function_stack_at(functions - 1) is not self._modes[0]):
+            torch._C._get_function_stack_at(functions - 1) is not self._modes[0]
+        ):
             return False
         if not self._dispatch:
             return True

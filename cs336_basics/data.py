@@ -25,15 +25,21 @@ def checked_device(device: str | torch.device, argument: str = "device") -> torc
 
 def _check_get_batch_args(dataset, batch_size, context_length) -> None:
     if not isinstance(dataset, np.ndarray):
-        raise TypeError(f"dataset must be a 1-D NumPy array of token ids (np.memmap works), got {type(dataset).__name__}")
+        raise TypeError(
+            f"dataset must be a 1-D NumPy array of token ids (np.memmap works), got {type(dataset).__name__}"
+        )
     if dataset.ndim != 1 or not np.issubdtype(dataset.dtype, np.integer):
-        raise ValueError(f"dataset must be 1-D with an integer dtype, got shape {dataset.shape} and dtype {dataset.dtype}")
+        raise ValueError(
+            f"dataset must be 1-D with an integer dtype, got shape {dataset.shape} and dtype {dataset.dtype}"
+        )
     for name, value in (("batch_size", batch_size), ("context_length", context_length)):
         if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if len(dataset) < context_length + 1:
-        raise ValueError(f"dataset must hold at least context_length + 1 = {context_length + 1} tokens "
-                         f"(inputs and their next-token targets), got {len(dataset)}")
+        raise ValueError(
+            f"dataset must hold at least context_length + 1 = {context_length + 1} tokens "
+            f"(inputs and their next-token targets), got {len(dataset)}"
+        )
 
 
 def get_batch(

@@ -14,16 +14,22 @@ import time
 def add_command(commands) -> None:
     import argparse
 
-    p = commands.add_parser("generate", help="generate text with the model in cs336_basics/ (SmolLM2-135M's weights by default)")
+    p = commands.add_parser(
+        "generate", help="generate text with the model in cs336_basics/ (SmolLM2-135M's weights by default)"
+    )
     p.add_argument("prompt")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--gguf", metavar="PATH", help="a Llama-architecture GGUF file (default: SmolLM2-135M-Instruct)")
-    src.add_argument("--hf-dir", metavar="PATH", help="a local Llama-family checkpoint: config.json + *.safetensors + tokenizer.json")
+    src.add_argument(
+        "--hf-dir", metavar="PATH", help="a local Llama-family checkpoint: config.json + *.safetensors + tokenizer.json"
+    )
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default)")
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True, help="wrap the prompt in the chat template")
+    p.add_argument(
+        "--chat", action=argparse.BooleanOptionalAction, default=True, help="wrap the prompt in the chat template"
+    )
     p.add_argument("--tensor-parallel", type=int, default=None, metavar="W",
                    help="split the model over W processes (default 1; under torchrun its world size)")  # fmt: skip
     p.add_argument("--show-ids", action="store_true", help="also print the new token ids (to stderr)")
@@ -106,7 +112,9 @@ def run(args) -> int:
 
         torchrun_world = _torchrun_world()
         if torchrun_world is not None and args.tensor_parallel not in (None, torchrun_world):
-            raise ValueError(f"--tensor-parallel={args.tensor_parallel}, but torchrun started WORLD_SIZE={torchrun_world} ranks")
+            raise ValueError(
+                f"--tensor-parallel={args.tensor_parallel}, but torchrun started WORLD_SIZE={torchrun_world} ranks"
+            )
         world_size = torchrun_world or args.tensor_parallel or 1
         if world_size < 1:
             raise ValueError(f"--tensor-parallel must be >= 1, got {world_size}")
@@ -128,5 +136,8 @@ def run(args) -> int:
     if args.show_ids:
         print(f"\n[ids {out}]", end="", file=sys.stderr)
     ranks = f", {world_size} ranks" if world_size > 1 else ""
-    print(f"\n[{len(out)} tokens in {elapsed:.2f} s: {len(out) / max(elapsed, 1e-9):.1f} tokens/s{ranks}]", file=sys.stderr)
+    print(
+        f"\n[{len(out)} tokens in {elapsed:.2f} s: {len(out) / max(elapsed, 1e-9):.1f} tokens/s{ranks}]",
+        file=sys.stderr,
+    )
     return 0

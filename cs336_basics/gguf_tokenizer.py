@@ -19,11 +19,16 @@ def tokenizer_from_gguf(reader) -> Tokenizer:
     # SmolLM2's pre-tokenizer (llama.cpp's "smollm" pre-type, the model's tokenizer.json): digits
     # one at a time, then GPT-2's byte-level regex split.
     tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
     )
     tok.decoder = decoders.ByteLevel()
     types = field(reader, "tokenizer.ggml.token_type")
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types, strict=True) if ty == CONTROL])
+    tok.add_special_tokens(
+        [AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types, strict=True) if ty == CONTROL]
+    )
     return tok
 
 

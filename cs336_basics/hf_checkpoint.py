@@ -33,7 +33,9 @@ def load_hf_dir(path, dtype=torch.float32):
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:  # JSONDecodeError is a ValueError: name the file
         raise ValueError(f"cannot read the checkpoint in {path} (config.json: {e})") from None
     if not isinstance(cfg, dict):
-        raise ValueError(f"cannot read the checkpoint in {path} (config.json must hold an object, got {type(cfg).__name__})")
+        raise ValueError(
+            f"cannot read the checkpoint in {path} (config.json must hold an object, got {type(cfg).__name__})"
+        )
     try:
         files = sorted(path.glob("*.safetensors"))
         if not files:
@@ -45,8 +47,12 @@ def load_hf_dir(path, dtype=torch.float32):
         raise
     except Exception as e:
         raise ValueError(f"cannot read the checkpoint in {path} ({type(e).__name__}: {e})") from None
-    if cfg.get("model_type") not in ("llama", "mistral", "qwen2", None) and "llama" not in str(cfg.get("architectures")):
-        raise ValueError(f"only Llama-family checkpoints are supported, config.json has model_type {cfg.get('model_type')!r}")
+    if cfg.get("model_type") not in ("llama", "mistral", "qwen2", None) and "llama" not in str(
+        cfg.get("architectures")
+    ):
+        raise ValueError(
+            f"only Llama-family checkpoints are supported, config.json has model_type {cfg.get('model_type')!r}"
+        )
     model = convert.load_pretrained(config_from_hf(cfg), tensors, "hf", dtype)
     tokenizer, template = None, None
     if (path / "tokenizer.json").is_file():

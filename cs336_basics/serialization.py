@@ -56,12 +56,16 @@ def read_checkpoint(src: Destination) -> dict:
         state = torch.load(src, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - every way a foreign or damaged file fails to load
         reason = " ".join(str(e).split())[:300] or type(e).__name__
-        raise CheckpointError(f"{_name(src)} is not a readable checkpoint (truncated, corrupted, or not written by "
-                              f"save_checkpoint): {type(e).__name__}: {reason}") from None
+        raise CheckpointError(
+            f"{_name(src)} is not a readable checkpoint (truncated, corrupted, or not written by "
+            f"save_checkpoint): {type(e).__name__}: {reason}"
+        ) from None
     missing = [k for k in KEYS if not isinstance(state, dict) or k not in state]
     if missing:
         found = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
-        raise CheckpointError(f"{_name(src)} is not a checkpoint written by save_checkpoint: it lacks {missing} (found {found})")
+        raise CheckpointError(
+            f"{_name(src)} is not a checkpoint written by save_checkpoint: it lacks {missing} (found {found})"
+        )
     if not isinstance(state["model"], dict) or not isinstance(state["optimizer"], dict):
         raise CheckpointError(f"{_name(src)}: 'model' and 'optimizer' must be state dicts")
     iteration = state["iteration"]

@@ -66,8 +66,19 @@ def parse_junit(path: Path) -> dict[str, ComponentStatus]:
 def run_tests(test_dir: Path, extra: list[str]) -> dict[str, ComponentStatus]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.xml"
-        cmd = [sys.executable, "-m", "pytest", str(test_dir), "-q", "-p", "no:cacheprovider",
-               f"--junitxml={report}", "-o", "junit_family=xunit1", *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(test_dir),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            "-o",
+            "junit_family=xunit1",
+            *extra,
+        ]
         subprocess.run(cmd, cwd=test_dir.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not report.exists():
             raise SystemExit("pytest did not produce a report; run `uv run pytest` to see why")
@@ -85,8 +96,10 @@ def format_table(table: dict[str, ComponentStatus]) -> str:
     lines = [f"{'component or test file':<{w}} {'passed':>9}  {'max abs err':>11}  {'max scaled err':>14}  status"]
     for name in components_first:
         row = table[name]
-        lines.append(f"{name:<{w}} {row.passed:>4}/{row.total:<4}  {_fmt(row.max_abs_err):>11}  "
-                     f"{_fmt(row.max_scaled_err):>14}  {'ok' if row.failed == 0 else 'FAIL'}")
+        lines.append(
+            f"{name:<{w}} {row.passed:>4}/{row.total:<4}  {_fmt(row.max_abs_err):>11}  "
+            f"{_fmt(row.max_scaled_err):>14}  {'ok' if row.failed == 0 else 'FAIL'}"
+        )
     passed = sum(r.passed for r in table.values())
     total = sum(r.total for r in table.values())
     lines.append(f"{'all':<{w}} {passed:>4}/{total:<4}")
@@ -99,8 +112,10 @@ def format_table(table: dict[str, ComponentStatus]) -> str:
 def run(args) -> int:
     table = run_tests(REPO / "tests", args.pytest_args)
     print(format_table(table))
-    print("\nerrors are against the stored fixtures; scaled error = |a-e| / (|e| + rms(e)). "
-          "Details: uv run pytest -k <component>")
+    print(
+        "\nerrors are against the stored fixtures; scaled error = |a-e| / (|e| + rms(e)). "
+        "Details: uv run pytest -k <component>"
+    )
     return 0 if all(r.failed == 0 for r in table.values()) else 1
 
 

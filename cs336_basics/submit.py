@@ -42,8 +42,9 @@ def package_files(root: Path = REPO) -> tuple[list[Path], list[Path]]:
         for d in list(dirs):
             if os.path.islink(here / d):
                 links.append((here / d).relative_to(root))
-        dirs[:] = sorted(d for d in dirs if not skipped(d) and not os.path.islink(here / d)
-                         and (here / d).relative_to(root) != STAFF)
+        dirs[:] = sorted(
+            d for d in dirs if not skipped(d) and not os.path.islink(here / d) and (here / d).relative_to(root) != STAFF
+        )
         for name in sorted(names):
             info = os.lstat(here / name)
             if stat.S_ISLNK(info.st_mode):
@@ -64,7 +65,9 @@ def write_submission(root: Path = REPO, out: Path | None = None) -> tuple[Path, 
     sizes = {rel: (root / rel).stat().st_size for rel in files}
     total = sum(sizes.values())
     if len(files) > MAX_PACKAGE_FILES or total > MAX_PACKAGE_BYTES:
-        largest = ", ".join(f"{rel} ({size / 1e3:.0f} kB)" for rel, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:3])
+        largest = ", ".join(
+            f"{rel} ({size / 1e3:.0f} kB)" for rel, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+        )
         raise ValueError(
             f"{PACKAGE}/ holds {len(files)} files, {total / 2**20:.1f} MB; the grader accepts at most "
             f"{MAX_PACKAGE_FILES} files and {MAX_PACKAGE_BYTES // 2**20} MB. Largest: {largest}"
@@ -107,15 +110,19 @@ def run(args) -> int:
     try:
         table = status.run_tests(REPO / "tests", [])
     except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the zip is written either way
-        print(f"could not show the status table ({type(e).__name__}: {e}); {out.name} is written all the same. "
-              "Run `uv run pytest` to see why.")
+        print(
+            f"could not show the status table ({type(e).__name__}: {e}); {out.name} is written all the same. "
+            "Run `uv run pytest` to see why."
+        )
         return 0
     print(status.format_table(table))
     warnings = red_components(table)
     print("\n".join(warnings) if warnings else "every component passes its tests")
     if warnings:
-        print(f"{out.name} is written all the same: the grader gives points per component, so submitting "
-              "what works now is fine, and you can submit again later.")
+        print(
+            f"{out.name} is written all the same: the grader gives points per component, so submitting "
+            "what works now is fine, and you can submit again later."
+        )
     return 0
 
 

@@ -54,7 +54,7 @@ def abs_error(actual: Tensor, expected: Tensor) -> Tensor:
 
 
 def _differing(got: float, expected: float) -> str:
-    """"got G, expected E" with the fewest significant digits (at least 6) that tell them apart."""
+    """ "got G, expected E" with the fewest significant digits (at least 6) that tell them apart."""
     for digits in range(6, 18):
         g, e = f"{got:.{digits}g}", f"{expected:.{digits}g}"
         if g != e:
@@ -105,7 +105,7 @@ def _compare_ids(actual: Tensor, expected: Tensor, reveal_values: bool) -> Compa
     step, n_bad = int(differ[0]), int(differ.numel())
     message = f"the token ids diverge at step {step} ({n_bad} of {a.numel()} ids differ)"
     if reveal_values:
-        message += f"\n  from step {step}: got {a[step:step + 8].tolist()}, expected {e[step:step + 8].tolist()}"
+        message += f"\n  from step {step}: got {a[step : step + 8].tolist()}, expected {e[step : step + 8].tolist()}"
     return Comparison(False, message, float("nan"), float("inf"))
 
 

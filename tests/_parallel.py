@@ -38,7 +38,14 @@ KINDS = {
     "row_full_input": (D_FF, D_MODEL),
     "ffn": (D_MODEL, D_FF),
 }
-COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast", "all_to_all_single")
+COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "broadcast",
+    "all_to_all_single",
+)
 
 
 def _rand(*shape, seed):
@@ -50,11 +57,17 @@ def inputs(kind: str) -> dict:
     """Full weights (our state dict keys), input x and upstream gradient dy, in float64."""
     d_in, d_out = KINDS[kind]
     if kind == "ffn":
-        w = {"w1.weight": _rand(D_FF, D_MODEL, seed=1) * 0.3, "w2.weight": _rand(D_MODEL, D_FF, seed=2) * 0.3,
-             "w3.weight": _rand(D_FF, D_MODEL, seed=3) * 0.3}
+        w = {
+            "w1.weight": _rand(D_FF, D_MODEL, seed=1) * 0.3,
+            "w2.weight": _rand(D_MODEL, D_FF, seed=2) * 0.3,
+            "w3.weight": _rand(D_FF, D_MODEL, seed=3) * 0.3,
+        }
         return {"weights": w, "x": _rand(*BATCH, D_MODEL, seed=4), "dy": _rand(*BATCH, D_MODEL, seed=5)}
-    return {"weights": {"weight": _rand(d_out, d_in, seed=6) * 0.3}, "x": _rand(*BATCH, d_in, seed=7),
-            "dy": _rand(*BATCH, d_out, seed=8)}
+    return {
+        "weights": {"weight": _rand(d_out, d_in, seed=6) * 0.3},
+        "x": _rand(*BATCH, d_in, seed=7),
+        "dy": _rand(*BATCH, d_out, seed=8),
+    }
 
 
 def parallel_module(kind: str, **kw) -> nn.Module:
@@ -93,6 +106,7 @@ def counting_collectives():
         def call(*args, **kwargs):
             counts[name] += 1
             return originals[name](*args, **kwargs)
+
         return call
 
     for name in COLLECTIVES:
@@ -117,8 +131,13 @@ def run_case(module: nn.Module, kind: str, dtype, rank: int, world_size: int) ->
         y = module(x)
     with counting_collectives() as backward_counts:
         (y * dy).sum().backward()
-    return {"y": y.detach(), "dx": x.grad, "dw": {k: p.grad for k, p in module.named_parameters()},
-            "forward": dict(forward_counts), "backward": dict(backward_counts)}
+    return {
+        "y": y.detach(),
+        "dx": x.grad,
+        "dw": {k: p.grad for k, p in module.named_parameters()},
+        "forward": dict(forward_counts),
+        "backward": dict(backward_counts),
+    }
 
 
 # Attention split by head (tests/test_parallel_heads.py): GQA, 8 query heads on 4 kv heads, RoPE.
@@ -159,7 +178,9 @@ def rank_layers(rank: int, world_size: int) -> dict:
         for dtype in DTYPES:
             module = parallel_module(kind, dtype=dtype)
             full = {k: v.to(dtype) for k, v in inputs(kind)["weights"].items()}
-            convert.load_state_dict(module, convert.shard_state_dict(full, convert.sharding_plan(module), rank, world_size))
+            convert.load_state_dict(
+                module, convert.shard_state_dict(full, convert.sharding_plan(module), rank, world_size)
+            )
             out[kind, dtype] = run_case(module, kind, dtype, rank, world_size)
     return out
 

@@ -5,9 +5,6 @@ block: of its input), load the given weights strictly (through
 `cs336_basics.nn.convert.load_state_dict`) and call it.
 """
 
-from collections.abc import Iterable
-from typing import Any
-
 import ctypes
 import io
 import math
@@ -15,22 +12,22 @@ import mmap
 import os
 import random
 import tempfile
-from typing import IO, BinaryIO
+from collections.abc import Iterable
+from typing import IO, Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-
 import torch
 from jaxtyping import Bool, Float, Int, UInt8
 from torch import Tensor
 
 import cs336_basics.data as data
 import cs336_basics.generate as generation
-from cs336_basics import optim
 import cs336_basics.serialization as serialization
 import cs336_basics.tokenizer.tensors as bpe_tensors
 import cs336_basics.tokenizer.tokenizer as bpe_tokenizer
 import cs336_basics.tokenizer.train_bpe as bpe_training
+from cs336_basics import optim
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.modules import (
@@ -134,7 +131,9 @@ def run_multihead_self_attention(
     o_proj_weight: Float[Tensor, " d_model d_v"],
     in_features: Float[Tensor, " ... sequence_length d_in"],
 ) -> Float[Tensor, " ... sequence_length d_out"]:
-    module = MultiHeadSelfAttention(d_model, num_heads, _kv_heads(num_heads, d_model, k_proj_weight), **_like(q_proj_weight))
+    module = MultiHeadSelfAttention(
+        d_model, num_heads, _kv_heads(num_heads, d_model, k_proj_weight), **_like(q_proj_weight)
+    )
     return _loaded(module, _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight))(in_features)
 
 
@@ -151,7 +150,9 @@ def run_multihead_self_attention_with_rope(
     token_positions: Int[Tensor, " ... sequence_length"] | None = None,
 ) -> Float[Tensor, " ... sequence_length d_out"]:
     rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len, device=in_features.device)
-    module = MultiHeadSelfAttention(d_model, num_heads, _kv_heads(num_heads, d_model, k_proj_weight), rope, **_like(q_proj_weight))
+    module = MultiHeadSelfAttention(
+        d_model, num_heads, _kv_heads(num_heads, d_model, k_proj_weight), rope, **_like(q_proj_weight)
+    )
     module = _loaded(module, _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight))
     return module(in_features, token_positions)
 
@@ -163,7 +164,9 @@ def run_rope(
     in_query_or_key: Float[Tensor, " ... sequence_length d_k"],
     token_positions: Int[Tensor, " ... sequence_length"],
 ) -> Float[Tensor, " ... sequence_length d_k"]:
-    return RotaryPositionalEmbedding(theta, d_k, max_seq_len, device=in_query_or_key.device)(in_query_or_key, token_positions)
+    return RotaryPositionalEmbedding(theta, d_k, max_seq_len, device=in_query_or_key.device)(
+        in_query_or_key, token_positions
+    )
 
 
 def run_transformer_block(
@@ -356,7 +359,9 @@ def run_parallel_swiglu(
     in_features: Float[Tensor, " ... d_model"],
 ) -> Float[Tensor, " ... d_model"]:
     weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
-    return launch.run_sharded(launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size)
+    return launch.run_sharded(
+        launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size
+    )
 
 
 # Beyond CS336 v1.0.2: drivers for the graded cases of the training components. Each runs the
@@ -380,7 +385,7 @@ def run_adamw_steps(
     weights = [torch.nn.Parameter(params[name].clone()) for name in names]
     optimizer = get_adamw_cls()(weights, lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
     for step in range(grads[names[0]].shape[0]):
-        for name, w in zip(names, weights):
+        for name, w in zip(names, weights, strict=False):
             w.grad = grads[name][step].clone()
         optimizer.step()
     return torch.cat([w.detach().reshape(-1) for w in weights])
@@ -394,8 +399,10 @@ def run_lr_schedule_at(
     cosine_cycle_iters: int,
 ) -> Float[Tensor, " n"]:
     """run_get_lr_cosine_schedule at each iteration, as a float64 tensor."""
-    lrs = [run_get_lr_cosine_schedule(int(it), max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters)
-           for it in iterations.tolist()]
+    lrs = [
+        run_get_lr_cosine_schedule(int(it), max_learning_rate, min_learning_rate, warmup_iters, cosine_cycle_iters)
+        for it in iterations.tolist()
+    ]
     return torch.tensor([float(lr) for lr in lrs], dtype=torch.float64)
 
 
@@ -415,19 +422,23 @@ def run_gradient_clipping_of(
         params.append(w)
     run_gradient_clipping(iter(params) if one_pass else params, max_l2_norm)
     return torch.cat([w.grad.reshape(-1) for w in params if w.grad is not None])
+
+
 # Beyond CS336 v1.0.2: the graded scenarios of get_batch and the checkpoint. A batch is random
 # and a checkpoint is a file, so each graded case runs a fixed scenario around the adapters above
 # and returns one tensor: what it observed about the batches, or the parameters training ended
 # with. The grader runs them in its worker on inputs it drew; the expected tensor stays outside.
 
-GET_BATCH_CHECKS = ("shape (batch_size, context_length), dtype torch.long, on the device",
-                    "every input row is context_length consecutive tokens of the dataset",
-                    "every target row is its input row's window moved on by one token",
-                    "no batch repeats one window in every row",
-                    "the first start (0) is drawn",
-                    "the last start (len(dataset) - context_length - 1) is drawn",
-                    "every start is drawn a number of times within its binomial bounds",
-                    "one call reads less than half of a 12 MB token file (np.memmap pages resident after it)")
+GET_BATCH_CHECKS = (
+    "shape (batch_size, context_length), dtype torch.long, on the device",
+    "every input row is context_length consecutive tokens of the dataset",
+    "every target row is its input row's window moved on by one token",
+    "no batch repeats one window in every row",
+    "the first start (0) is drawn",
+    "the last start (len(dataset) - context_length - 1) is drawn",
+    "every start is drawn a number of times within its binomial bounds",
+    "one call reads less than half of a 12 MB token file (np.memmap pages resident after it)",
+)
 GET_BATCH_FALSE_FAILURE = 1e-6  # the bounds' share; see binomial_bounds
 MEMMAP_BYTES = 12 << 20  # the sparse token file of the last check: under the grader worker's 16 MB /tmp
 
@@ -481,8 +492,10 @@ def binomial_bounds(n: int, p: float, alpha: float) -> tuple[int, int]:
     from the exact probabilities (log-gamma)."""
     if p >= 1:
         return n, n
-    logs = [math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
-            for k in range(n + 1)]
+    logs = [
+        math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
+        for k in range(n + 1)
+    ]
     pmf = [math.exp(v) for v in logs]
     lo, tail = 0, 0.0
     while tail + pmf[lo] <= alpha / 2:
@@ -493,8 +506,14 @@ def binomial_bounds(n: int, p: float, alpha: float) -> tuple[int, int]:
     return lo, hi
 
 
-def get_batch_checks(tokens: np.ndarray, batches: list, batch_size: int, context_length: int,
-                     device: str = "cpu", reads_little: bool = True) -> Int[Tensor, " 8"]:
+def get_batch_checks(
+    tokens: np.ndarray,
+    batches: list,
+    batch_size: int,
+    context_length: int,
+    device: str = "cpu",
+    reads_little: bool = True,
+) -> Int[Tensor, " 8"]:
     """1 or 0 for each of GET_BATCH_CHECKS over `batches` [(x, y), ...] drawn from `tokens`, a
     1-D array of distinct token ids (so a row's first token names its start); the last check is
     `reads_little` (reads_little_of_a_memmap). The start counts
@@ -507,8 +526,13 @@ def get_batch_checks(tokens: np.ndarray, batches: list, batch_size: int, context
     counts = np.zeros(starts, dtype=np.int64)
     form = windows = targets = differ = True
     for x, y in batches:
-        if not all(isinstance(t, Tensor) and t.dtype == torch.long and tuple(t.shape) == (batch_size, context_length)
-                   and t.device == torch.device(device) for t in (x, y)):
+        if not all(
+            isinstance(t, Tensor)
+            and t.dtype == torch.long
+            and tuple(t.shape) == (batch_size, context_length)
+            and t.device == torch.device(device)
+            for t in (x, y)
+        ):
             form = False
             continue
         x, y = x.cpu().numpy(), y.cpu().numpy()
@@ -519,14 +543,30 @@ def get_batch_checks(tokens: np.ndarray, batches: list, batch_size: int, context
         windows, targets = windows and bool(real.all()), targets and bool(shifted.all())
         differ = differ and (batch_size == 1 or starts == 1 or len({r.tobytes() for r in x}) > 1)
         np.add.at(counts, s[real], 1)
-    lo, hi = binomial_bounds(int(counts.sum()), 1 / starts, GET_BATCH_FALSE_FAILURE / starts) if counts.sum() else (1, 0)
-    checks = (form, windows, targets, differ, counts[0] > 0, counts[-1] > 0, bool(((counts >= lo) & (counts <= hi)).all()),
-              reads_little)
+    lo, hi = (
+        binomial_bounds(int(counts.sum()), 1 / starts, GET_BATCH_FALSE_FAILURE / starts) if counts.sum() else (1, 0)
+    )
+    checks = (
+        form,
+        windows,
+        targets,
+        differ,
+        counts[0] > 0,
+        counts[-1] > 0,
+        bool(((counts >= lo) & (counts <= hi)).all()),
+        reads_little,
+    )
     return torch.tensor([int(c) for c in checks], dtype=torch.long)
 
 
-def run_get_batch_checks(dataset: Int[Tensor, " n"], batch_size: int, context_length: int, num_batches: int,
-                         seed: int, token_dtype: str = "uint16") -> Int[Tensor, " 8"]:
+def run_get_batch_checks(
+    dataset: Int[Tensor, " n"],
+    batch_size: int,
+    context_length: int,
+    num_batches: int,
+    seed: int,
+    token_dtype: str = "uint16",
+) -> Int[Tensor, " 8"]:
     """Beyond CS336: writes `dataset` (distinct token ids) to a token file of `token_dtype`,
     opens it with np.memmap, calls run_get_batch num_batches times on it (global generators
     seeded with `seed`) and returns get_batch_checks of the batches, the last check from
@@ -545,20 +585,30 @@ def run_get_batch_checks(dataset: Int[Tensor, " n"], batch_size: int, context_le
     return get_batch_checks(dataset.numpy(), batches, batch_size, context_length, reads_little=reads_little)
 
 
-def _adamw_run(weights: dict[str, Tensor], lr: float, weight_decay: float) -> tuple[torch.nn.ParameterDict, torch.optim.AdamW]:
+def _adamw_run(
+    weights: dict[str, Tensor], lr: float, weight_decay: float
+) -> tuple[torch.nn.ParameterDict, torch.optim.AdamW]:
     model = torch.nn.ParameterDict({k: torch.nn.Parameter(weights[k].clone()) for k in sorted(weights)})
     return model, torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
 
 
-def _adamw_steps(model: torch.nn.ParameterDict, optimizer: torch.optim.Optimizer, gradients: dict[str, Tensor], steps: range):
+def _adamw_steps(
+    model: torch.nn.ParameterDict, optimizer: torch.optim.Optimizer, gradients: dict[str, Tensor], steps: range
+):
     for k in steps:
         for name, p in model.items():
             p.grad = gradients[name][k].clone()
         optimizer.step()
 
 
-def run_checkpoint_resume(weights: dict[str, Tensor], gradients: dict[str, Tensor], steps_before: int, lr: float,
-                          weight_decay: float, to: str = "path") -> Float[Tensor, " n"]:
+def run_checkpoint_resume(
+    weights: dict[str, Tensor],
+    gradients: dict[str, Tensor],
+    steps_before: int,
+    lr: float,
+    weight_decay: float,
+    to: str = "path",
+) -> Float[Tensor, " n"]:
     """Beyond CS336: torch.optim.AdamW on a model holding `weights`, given gradients[name][k] at
     step k: steps_before steps, run_save_checkpoint to a path (`to="path"`) or an in-memory file
     object (`to="file"`), run_load_checkpoint into a fresh model (all zeros) and a fresh AdamW,
@@ -577,6 +627,8 @@ def run_checkpoint_resume(weights: dict[str, Tensor], gradients: dict[str, Tenso
     _adamw_steps(fresh, fresh_optimizer, gradients, range(steps_before, total))
     dtype = next(iter(weights.values())).dtype
     return torch.cat([torch.tensor([iteration], dtype=dtype), *(p.detach().reshape(-1) for p in fresh.values())])
+
+
 # Byte-level BPE (CS336 v1.0.2's adapters).
 
 

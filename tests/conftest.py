@@ -22,10 +22,14 @@ class Snapshot:
     def check(self, actual, fixture) -> None:
         changed = _changed_inputs(fixture.kwargs, self.load(fixture.name).kwargs)
         if changed:  # the grader's rule too: it checks every input after the call
-            pytest.fail(f"{fixture.adapter} on fixture {fixture.name!r} changed its input {', '.join(changed)} in "
-                        "place: kernels and modules must leave their inputs unchanged (compute into new tensors)",
-                        pytrace=False)
-        result = compare(actual, fixture.expected, fixture.tol, out_dtype=fixture.out_dtype, reveal_values=self.reveal_values)
+            pytest.fail(
+                f"{fixture.adapter} on fixture {fixture.name!r} changed its input {', '.join(changed)} in "
+                "place: kernels and modules must leave their inputs unchanged (compute into new tensors)",
+                pytrace=False,
+            )
+        result = compare(
+            actual, fixture.expected, fixture.tol, out_dtype=fixture.out_dtype, reveal_values=self.reveal_values
+        )
         self._record("fixture", fixture.name)
         self._record("max_abs_err", result.max_abs_err)
         self._record("max_scaled_err", result.max_scaled_err)
@@ -43,8 +47,11 @@ def _changed_inputs(after: dict, before: dict, prefix: str = "") -> list[str]:
             changed += _changed_inputs(value, before[name], f"{prefix}{name}.")
         elif isinstance(value, torch.Tensor):
             old = before[name]
-            same = value.shape == old.shape and value.dtype == old.dtype and torch.equal(
-                value.detach().contiguous().view(torch.uint8), old.contiguous().view(torch.uint8))
+            same = (
+                value.shape == old.shape
+                and value.dtype == old.dtype
+                and torch.equal(value.detach().contiguous().view(torch.uint8), old.contiguous().view(torch.uint8))
+            )
             if not same:
                 changed.append(f"{prefix}{name}")
     return changed
@@ -70,7 +77,9 @@ def pytest_runtest_call(item):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2; the staff suite runs its own)")
+    config.addinivalue_line(
+        "markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2; the staff suite runs its own)"
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -13,9 +13,9 @@ import numpy as np
 import torch
 import torch.nn.functional as TF
 
-from cs336_basics import optim
 import cs336_basics.data as data
 import cs336_basics.serialization as serialization
+from cs336_basics import optim
 from cs336_basics.nn import functional as F
 
 ACTIVATIONS = {
@@ -82,7 +82,9 @@ def rope_cos_sin_polar(d_k, theta, max_seq_len, device=None):
     (llama/model.py, precompute_freqs_cis), in float64."""
     freqs = 1.0 / (theta ** (torch.arange(0, d_k, 2, dtype=torch.float64, device=device)[: d_k // 2] / d_k))
     t = torch.arange(max_seq_len, dtype=torch.float64, device=device)
-    freqs_cis = torch.polar(torch.ones(max_seq_len, d_k // 2, dtype=torch.float64, device=device), torch.outer(t, freqs))
+    freqs_cis = torch.polar(
+        torch.ones(max_seq_len, d_k // 2, dtype=torch.float64, device=device), torch.outer(t, freqs)
+    )
     return freqs_cis.real.contiguous(), freqs_cis.imag.contiguous()
 
 
@@ -107,11 +109,16 @@ BUILTIN_KERNELS = {
     "positionwise_ffn": positionwise_ffn,
     "scaled_dot_product_attention": sdpa_zero_masked_rows,
     "grouped_query_attention": lambda q, k, v, mask=None: sdpa_zero_masked_rows(
-        q, k.repeat_interleave(q.shape[-3] // k.shape[-3], -3), v.repeat_interleave(q.shape[-3] // v.shape[-3], -3), mask
+        q,
+        k.repeat_interleave(q.shape[-3] // k.shape[-3], -3),
+        v.repeat_interleave(q.shape[-3] // v.shape[-3], -3),
+        mask,
     ),
     "rope_cos_sin": rope_cos_sin_polar,
     "rope": rope_complex_tables,
-    "cross_entropy": lambda inputs, targets: TF.cross_entropy(inputs.reshape(-1, inputs.shape[-1]), targets.reshape(-1)),
+    "cross_entropy": lambda inputs, targets: TF.cross_entropy(
+        inputs.reshape(-1, inputs.shape[-1]), targets.reshape(-1)
+    ),
 }
 
 # The training components' built-ins, swapped into cs336_basics.optim (the adapters look them up there).
@@ -186,14 +193,16 @@ def train_bpe_by_recounting(text: str, vocab_size: int, special_tokens: list[str
     for special in special_tokens:  # each piece is split on every special token in turn
         pieces = [part for piece in pieces for part in piece.split(special)]
     words = collections.Counter(
-        tuple(bytes([b]) for b in token.encode("utf-8")) for piece in pieces for token in regex.findall(GPT2_SPLIT, piece)
+        tuple(bytes([b]) for b in token.encode("utf-8"))
+        for piece in pieces
+        for token in regex.findall(GPT2_SPLIT, piece)
     )
     vocab = {i: bytes([i]) for i in range(256)} | {256 + i: s.encode("utf-8") for i, s in enumerate(special_tokens)}
     merges = []
     while len(vocab) < vocab_size:
         pairs = collections.Counter()
         for word, n in words.items():
-            for pair in zip(word, word[1:]):
+            for pair in zip(word, word[1:], strict=False):
                 pairs[pair] += n
         if not pairs:
             break

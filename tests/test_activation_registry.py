@@ -12,11 +12,18 @@ def test_activation_registry_names_the_four_activations():
 
 def test_activation_registry_returns_the_named_kernel():
     x = torch.linspace(-3, 3, 7)
-    assert_close(F.get_activation("gelu_tanh")(x), F.gelu(x, approximate="tanh"), 0.0, "F.get_activation('gelu_tanh')(x) vs F.gelu(x, approximate='tanh')")
+    assert_close(
+        F.get_activation("gelu_tanh")(x),
+        F.gelu(x, approximate="tanh"),
+        0.0,
+        "F.get_activation('gelu_tanh')(x) vs F.gelu(x, approximate='tanh')",
+    )
 
 
 def test_activation_registry_unknown_name_lists_valid_names():
-    with pytest.raises(ValueError, match=r"unknown activation 'swish'; valid names are \['gelu', 'gelu_tanh', 'relu', 'silu'\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown activation 'swish'; valid names are \['gelu', 'gelu_tanh', 'relu', 'silu'\]"
+    ):
         F.get_activation("swish")
 
 

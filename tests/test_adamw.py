@@ -48,8 +48,12 @@ def test_adamw_moments_and_bias_correction_match_torch_builtin():
 def test_adamw_decays_weights_by_lr_times_weight_decay_when_gradients_are_zero():
     hyper = dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
     ours = optimize(get_adamw_cls(), 200, zero_grads=True, **hyper)
-    assert_close(ours, optimize(torch.optim.AdamW, 200, zero_grads=True, **hyper), tolerance(DECAY_FLOOR, F64),
-                 "AdamW vs torch.optim.AdamW")
+    assert_close(
+        ours,
+        optimize(torch.optim.AdamW, 200, zero_grads=True, **hyper),
+        tolerance(DECAY_FLOOR, F64),
+        "AdamW vs torch.optim.AdamW",
+    )
     start = torch.cat([p.detach().reshape(-1) for p in params()])
     assert_close(ours, start * (1 - 1e-2 * 0.1) ** 200, tolerance(2.0**-53 * 200, F64), "AdamW vs theta (1 - lr wd)^t")
 
@@ -86,17 +90,19 @@ def test_adamw_state_dict_round_trip_resumes_exactly():
     for step in range(5, 10):
         grads(resumed, step)
         opt_resumed.step()
-    for a, b in zip(resumed, whole):
+    for a, b in zip(resumed, whole, strict=False):
         assert_close(a.detach(), b.detach(), 0.0, "resumed vs uninterrupted parameters")
 
 
 def test_adamw_param_groups_use_their_own_hyperparameters():
     a, b = params()
     grouped = [torch.nn.Parameter(a.detach().clone()), torch.nn.Parameter(b.detach().clone())]
-    opt = get_adamw_cls()([{"params": [grouped[0]], "lr": 1e-2}, {"params": [grouped[1]], "weight_decay": 0.5}], lr=1e-3)
+    opt = get_adamw_cls()(
+        [{"params": [grouped[0]], "lr": 1e-2}, {"params": [grouped[1]], "weight_decay": 0.5}], lr=1e-3
+    )
     opt_a, opt_b = get_adamw_cls()([a], lr=1e-2), get_adamw_cls()([b], lr=1e-3, weight_decay=0.5)
     for step in range(4):
-        for p, q in zip(grouped, (a, b)):
+        for p, q in zip(grouped, (a, b), strict=False):
             p.grad = q.grad = rand(*p.shape, seed=step)
         opt.step(), opt_a.step(), opt_b.step()
     assert_close(grouped[0].detach(), a.detach(), 0.0, "group 0 vs its own optimizer")

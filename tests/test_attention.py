@@ -31,7 +31,11 @@ def test_attention_matches_fixture(case, snapshot):
 
 def qkv(shape_id="4d", seed=0, dtype=F64):
     (q, k, v) = SHAPES[shape_id]
-    return rand(*q, std=1.5, seed=seed, dtype=dtype), rand(*k, seed=seed + 100, dtype=dtype), rand(*v, seed=seed + 200, dtype=dtype)
+    return (
+        rand(*q, std=1.5, seed=seed, dtype=dtype),
+        rand(*k, seed=seed + 100, dtype=dtype),
+        rand(*v, seed=seed + 200, dtype=dtype),
+    )
 
 
 def witness_mask(queries=5, keys=7, seed=0):
@@ -47,7 +51,9 @@ def witness_mask(queries=5, keys=7, seed=0):
 def test_attention_matches_torch_builtin_with_a_non_causal_mask(shape):
     Q, K, V = qkv(shape)
     mask = witness_mask()
-    assert_close(F.scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q, K, V, mask), TOL["f64"], "SDPA vs built-in")
+    assert_close(
+        F.scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q, K, V, mask), TOL["f64"], "SDPA vs built-in"
+    )
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -68,7 +74,9 @@ def test_attention_adapter_matches_torch_builtin_in_float32():
 def test_attention_mask_with_leading_dims_applies_per_batch_entry():
     Q, K, V = qkv("4d")
     mask = torch.stack([witness_mask(seed=s) for s in range(2)])[:, None]  # (2, 1, 5, 7)
-    assert_close(F.scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q, K, V, mask), TOL["f64"], "per-batch mask")
+    assert_close(
+        F.scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q, K, V, mask), TOL["f64"], "per-batch mask"
+    )
 
 
 def test_attention_fully_masked_query_gives_zeros_not_nan():

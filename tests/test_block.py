@@ -31,7 +31,10 @@ def cs336_weights(num_kv_heads=2, seed=0, dtype=F64):
     shapes = {"attn.q_proj.weight": (D, D), "attn.k_proj.weight": (d_kv, D), "attn.v_proj.weight": (d_kv, D),
               "attn.output_proj.weight": (D, D), "ffn.w1.weight": (H, D), "ffn.w2.weight": (D, H), "ffn.w3.weight": (H, D)}  # fmt: skip
     w = {k: rand(*s, std=0.3, seed=seed + i, dtype=dtype) for i, (k, s) in enumerate(shapes.items())}
-    w |= {n: rand(D, std=0.5, mean=1.0, seed=seed + 50 + i, dtype=dtype) for i, n in enumerate(("ln1.weight", "ln2.weight"))}
+    w |= {
+        n: rand(D, std=0.5, mean=1.0, seed=seed + 50 + i, dtype=dtype)
+        for i, n in enumerate(("ln1.weight", "ln2.weight"))
+    }
     return w
 
 
@@ -40,13 +43,17 @@ def builtin_block(w, x):
     rope = lambda t, p: oracles.rope_complex(t, THETA, p)  # noqa: E731
     h = x + oracles.mha(TF.rms_norm(x, (D,), w["ln1.weight"], EPS), w["attn.q_proj.weight"], w["attn.k_proj.weight"],
                         w["attn.v_proj.weight"], w["attn.output_proj.weight"], 4, rope)  # fmt: skip
-    return h + oracles.swiglu_ffn(TF.rms_norm(h, (D,), w["ln2.weight"], EPS), w["ffn.w1.weight"], w["ffn.w2.weight"], w["ffn.w3.weight"])
+    return h + oracles.swiglu_ffn(
+        TF.rms_norm(h, (D,), w["ln2.weight"], EPS), w["ffn.w1.weight"], w["ffn.w2.weight"], w["ffn.w3.weight"]
+    )
 
 
 @pytest.mark.parametrize("num_kv_heads", [4, 2, 1], ids=["mh", "gq", "mq"])
 def test_block_adapter_matches_builtins(num_kv_heads):
     w, x = cs336_weights(num_kv_heads), rand(2, SEQ, D, seed=7)
-    assert_close(run_transformer_block(D, 4, H, MAX_LEN, THETA, w, x), builtin_block(w, x), TOL["f64"], "block vs built-ins")
+    assert_close(
+        run_transformer_block(D, 4, H, MAX_LEN, THETA, w, x), builtin_block(w, x), TOL["f64"], "block vs built-ins"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +72,9 @@ def test_block_matches_hf_llama_decoder_layer(hf):
     x = rand(2, SEQ, D, seed=7, dtype=F32)
     positions = torch.arange(SEQ).expand(2, -1)
     with torch.no_grad():
-        assert_close(ours(x), L.hf_layer_forward(hf, config, layer, x, positions), TOL["hf"], "block vs LlamaDecoderLayer")
+        assert_close(
+            ours(x), L.hf_layer_forward(hf, config, layer, x, positions), TOL["hf"], "block vs LlamaDecoderLayer"
+        )
 
 
 def test_block_state_dict_keys_follow_cs336():
@@ -83,7 +92,9 @@ def measure_floors(seeds=range(20)) -> dict[str, float]:
         ours, layer, config = ours_and_hf(hf, seed)
         x = rand(2, SEQ, D, seed=seed + 7, dtype=F32)
         with torch.no_grad():
-            err = float(scaled_error(ours(x), L.hf_layer_forward(hf, config, layer, x, torch.arange(SEQ).expand(2, -1))).max())
+            err = float(
+                scaled_error(ours(x), L.hf_layer_forward(hf, config, layer, x, torch.arange(SEQ).expand(2, -1))).max()
+            )
         floors["hf"] = max(floors.get("hf", 0.0), err)
     return floors
 

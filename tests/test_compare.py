@@ -32,6 +32,9 @@ def test_compare_token_ids_as_ids_naming_the_step_where_they_diverge():
     assert compare(torch.tensor([5, 9, 2, 7, 7]), expected, tol=0.0, out_dtype=torch.int64).ok
     result = compare(torch.tensor([5, 9, 3, 7, 1]), expected, tol=0.0, out_dtype=torch.int64)
     assert not result.ok and "scaled error" not in result.message
-    assert "diverge at step 2 (2 of 5 ids differ)" in result.message and "got [3, 7, 1], expected [2, 7, 7]" in result.message
+    assert (
+        "diverge at step 2 (2 of 5 ids differ)" in result.message
+        and "got [3, 7, 1], expected [2, 7, 7]" in result.message
+    )
     hidden = compare(torch.tensor([5, 9, 3, 7, 1]), expected, tol=0.0, out_dtype=torch.int64, reveal_values=False)
     assert "diverge at step 2" in hidden.message and "expected" not in hidden.message

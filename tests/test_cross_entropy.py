@@ -35,7 +35,9 @@ def test_cross_entropy_matches_fixture(case, snapshot):
 @pytest.mark.parametrize("batch", BATCHES.values(), ids=BATCHES.keys())
 def test_cross_entropy_kernel_matches_torch_builtin(batch, std, mean):
     x, t = rand(*batch, 11, std=std, mean=mean, seed=1), targets(batch, 11)
-    assert_close(F.cross_entropy(x, t), builtin(x, t), tolerance(FORWARD_FLOOR, F64), "cross_entropy vs F.cross_entropy")
+    assert_close(
+        F.cross_entropy(x, t), builtin(x, t), tolerance(FORWARD_FLOOR, F64), "cross_entropy vs F.cross_entropy"
+    )
 
 
 @pytest.mark.parametrize("batch", [(7,), (2, 3, 4)], ids=["2d", "4d"])
@@ -61,8 +63,12 @@ def test_cross_entropy_of_logits_of_1e4_is_finite_and_exact():
 def test_cross_entropy_half_inputs_give_the_loss_rounded_once_to_their_dtype():
     x, t = rand(4, 6, 50, std=3.0, seed=4, dtype=torch.bfloat16), targets((4, 6), 50)
     # computed in float32, the loss is rounded to bfloat16 once: a relative error of at most 2^-9
-    assert_close(F.cross_entropy(x, t), builtin(x.double(), t).to(torch.bfloat16), UNIT_ROUNDOFF[torch.bfloat16],
-                 "bfloat16 cross_entropy vs the float64 built-in")
+    assert_close(
+        F.cross_entropy(x, t),
+        builtin(x.double(), t).to(torch.bfloat16),
+        UNIT_ROUNDOFF[torch.bfloat16],
+        "bfloat16 cross_entropy vs the float64 built-in",
+    )
 
 
 def test_cross_entropy_gradient_of_huge_logits_is_finite():

@@ -56,7 +56,13 @@ def inputs(name: str, shape, scale: float = 1.0, offset: float = 0.0, dtype=F64,
     if name == "swiglu":
         return [x, randn(2 * d, d, std=d**-0.5), randn(d, 2 * d, std=(2 * d) ** -0.5), randn(2 * d, d, std=d**-0.5)]
     if name == "positionwise_ffn":
-        return [x, randn(2 * d, d, std=d**-0.5), randn(2 * d, std=0.5), randn(d, 2 * d, std=(2 * d) ** -0.5), randn(d, std=0.5)]
+        return [
+            x,
+            randn(2 * d, d, std=d**-0.5),
+            randn(2 * d, std=0.5),
+            randn(d, 2 * d, std=(2 * d) ** -0.5),
+            randn(d, std=0.5),
+        ]
     if name == "rmsnorm":
         return [x, randn(d, std=0.5, mean=1.0)]
     if name == "layernorm":
@@ -72,6 +78,7 @@ def _fixed(name: str, dtype) -> list:
 # ---------------------------------------------------------------------------------------------
 # Output dtype and agreement with the built-in in the same dtype.
 
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
 @pytest.mark.parametrize("name", KERNELS)
 def test_output_dtype_is_input_dtype(name, dtype):
@@ -84,17 +91,17 @@ def test_output_dtype_is_input_dtype(name, dtype):
 # 0 = bit-identical.
 # The float64 column also pins "float64 stays float64": a float32 computation would be off by ~1e-7.
 FLOOR = {  #                float32   float64   bfloat16  float16
-    "linear":           dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
-    "embedding":        dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
-    "silu":             dict(zip(DTYPES, (7.8e-8,  1.5e-16, 0.0,     0.0), strict=True)),
-    "gelu":             dict(zip(DTYPES, (3.1e-7,  1.2e-16, 2.1e-6,  1.1e-6), strict=True)),
-    "gelu_tanh":        dict(zip(DTYPES, (8.1e-8,  7.6e-17, 8.0e-8,  9.5e-8), strict=True)),
-    "relu":             dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
-    "swiglu":           dict(zip(DTYPES, (1.6e-7,  3.3e-16, 0.0,     0.0), strict=True)),
-    "positionwise_ffn": dict(zip(DTYPES, (3.3e-7,  1.2e-15, 7.4e-3,  9.8e-4), strict=True)),
-    "rmsnorm":          dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
-    "layernorm":        dict(zip(DTYPES, (1.6e-7,  2.0e-16, 0.0,     0.0), strict=True)),
-    "softmax":          dict(zip(DTYPES, (1.2e-7,  3.3e-16, 0.0,     0.0), strict=True)),
+    "linear": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
+    "embedding": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
+    "silu": dict(zip(DTYPES, (7.8e-8, 1.5e-16, 0.0, 0.0), strict=True)),
+    "gelu": dict(zip(DTYPES, (3.1e-7, 1.2e-16, 2.1e-6, 1.1e-6), strict=True)),
+    "gelu_tanh": dict(zip(DTYPES, (8.1e-8, 7.6e-17, 8.0e-8, 9.5e-8), strict=True)),
+    "relu": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
+    "swiglu": dict(zip(DTYPES, (1.6e-7, 3.3e-16, 0.0, 0.0), strict=True)),
+    "positionwise_ffn": dict(zip(DTYPES, (3.3e-7, 1.2e-15, 7.4e-3, 9.8e-4), strict=True)),
+    "rmsnorm": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
+    "layernorm": dict(zip(DTYPES, (1.6e-7, 2.0e-16, 0.0, 0.0), strict=True)),
+    "softmax": dict(zip(DTYPES, (1.2e-7, 3.3e-16, 0.0, 0.0), strict=True)),
 }
 
 
@@ -186,7 +193,9 @@ def test_softmax_of_fully_masked_row_is_zeros(dtype):
     x = torch.tensor([[-float("inf")] * 4, [0.0, 1.0, 2.0, 3.0]], dtype=dtype)
     out = F.softmax(x)
     assert_close(out[0], torch.zeros(4, dtype=dtype), 0.0, "out[0] vs torch.zeros(4, dtype=dtype)")
-    assert_close(out[1], F.softmax(x[1]), 0.0, "out[1] vs F.softmax(x[1])")  # the masked row does not disturb the others
+    assert_close(
+        out[1], F.softmax(x[1]), 0.0, "out[1] vs F.softmax(x[1])"
+    )  # the masked row does not disturb the others
 
 
 # d_model = 1: x - mean(x) = 0, so the output is the bias exactly. torch's F.layer_norm misses

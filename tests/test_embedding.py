@@ -20,7 +20,12 @@ def test_embedding_matches_fixture(case, snapshot):
 def test_embedding_kernel_matches_torch_builtin(batch):
     weight = rand(50, 16, std=2.0, mean=-1.0)
     ids = torch.randint(0, 50, batch, generator=torch.Generator().manual_seed(1))
-    assert_close(F.embedding(ids, weight), TF.embedding(ids, weight), 0.0, "F.embedding(ids, weight) vs TF.embedding(ids, weight)")
+    assert_close(
+        F.embedding(ids, weight),
+        TF.embedding(ids, weight),
+        0.0,
+        "F.embedding(ids, weight) vs TF.embedding(ids, weight)",
+    )
 
 
 def test_embedding_module_has_weight_vocab_by_d_model():

@@ -35,14 +35,21 @@ def test_ffn_block_matches_torch_builtins(config):
     weights = {k: v.detach() for k, v in block.state_dict().items()}
     ours = run_ffn_block(24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias)
     with builtin_kernels():
-        expected = run_ffn_block(24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias)
+        expected = run_ffn_block(
+            24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias
+        )
     assert_close(ours, expected, tolerance(3.5e-16, F64), "ffn block vs built-ins")
 
 
 def test_ffn_block_is_identity_plus_ffn_of_norm():
     block = FFNBlock(FFNBlockConfig(24, 40))
     x = rand(3, 24, dtype=torch.float32)
-    assert_close(block(x), x + block.feed_forward(block.ffn_norm(x)), 0.0, "block(x) vs x + block.feed_forward(block.ffn_norm(x))")
+    assert_close(
+        block(x),
+        x + block.feed_forward(block.ffn_norm(x)),
+        0.0,
+        "block(x) vs x + block.feed_forward(block.ffn_norm(x))",
+    )
 
 
 def test_ffn_block_state_dict_keys_follow_meta_names():

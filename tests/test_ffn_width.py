@@ -32,7 +32,11 @@ def test_ffn_width_keeps_exact_multiples():
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [(dict(d_model=0), "d_model"), (dict(d_model=64, multiple_of=0), "multiple_of"), (dict(d_model=64, ffn_dim_multiplier=-1.0), "ffn_dim_multiplier")],
+    [
+        (dict(d_model=0), "d_model"),
+        (dict(d_model=64, multiple_of=0), "multiple_of"),
+        (dict(d_model=64, ffn_dim_multiplier=-1.0), "ffn_dim_multiplier"),
+    ],
     ids=["d_model", "multiple_of", "multiplier"],
 )
 def test_ffn_width_rejects_non_positive_arguments(kwargs, name):

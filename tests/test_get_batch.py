@@ -24,7 +24,9 @@ from .adapters import (
     run_get_batch_checks,
 )
 
-TOKENS = np.random.default_rng(0).choice(50_000, size=60, replace=False)  # distinct ids: a row's first token is its start
+TOKENS = np.random.default_rng(0).choice(
+    50_000, size=60, replace=False
+)  # distinct ids: a row's first token is its start
 
 
 def batches(n: int, batch_size: int = 8, context_length: int = 5, seed: int = 0, tokens=TOKENS):
@@ -33,7 +35,7 @@ def batches(n: int, batch_size: int = 8, context_length: int = 5, seed: int = 0,
 
 
 def failed_checks(found: torch.Tensor) -> list[str]:
-    return [check for check, ok in zip(GET_BATCH_CHECKS, found.tolist()) if not ok]
+    return [check for check, ok in zip(GET_BATCH_CHECKS, found.tolist(), strict=False) if not ok]
 
 
 @pytest.mark.parametrize("case", fixture_names("get_batch"))
@@ -44,8 +46,14 @@ def test_get_batch_matches_fixture(case, snapshot):
 
 def test_get_batch_shapes_dtype_and_device():
     x, y = run_get_batch(TOKENS, 4, 5, "cpu")
-    assert (x.shape, y.shape, x.dtype, y.dtype, x.device, y.device) == ((4, 5), (4, 5), torch.long, torch.long,
-                                                                         torch.device("cpu"), torch.device("cpu"))
+    assert (x.shape, y.shape, x.dtype, y.dtype, x.device, y.device) == (
+        (4, 5),
+        (4, 5),
+        torch.long,
+        torch.long,
+        torch.device("cpu"),
+        torch.device("cpu"),
+    )
 
 
 def test_get_batch_inputs_are_windows_and_targets_are_the_next_tokens():
@@ -70,8 +78,8 @@ def test_get_batch_check_bounds_are_exact_binomial_tails():
 
 def test_get_batch_seeded_generator_is_reproducible():
     a, b, c = batches(3, seed=7), batches(3, seed=7), batches(3, seed=8)
-    assert all(torch.equal(x1, x2) and torch.equal(y1, y2) for (x1, y1), (x2, y2) in zip(a, b))
-    assert not all(torch.equal(x1, x2) for (x1, _), (x2, _) in zip(a, c))
+    assert all(torch.equal(x1, x2) and torch.equal(y1, y2) for (x1, y1), (x2, y2) in zip(a, b, strict=False))
+    assert not all(torch.equal(x1, x2) for (x1, _), (x2, _) in zip(a, c, strict=False))
 
 
 def test_get_batch_global_seed_is_reproducible():
@@ -83,7 +91,9 @@ def test_get_batch_global_seed_is_reproducible():
 
 def test_get_batch_one_valid_start():
     x, y = get_batch(TOKENS[:6], 3, 5, "cpu")  # 6 tokens, context 5: only start 0
-    assert torch.equal(x, torch.from_numpy(TOKENS[:5]).expand(3, 5)) and torch.equal(y, torch.from_numpy(TOKENS[1:6]).expand(3, 5))
+    assert torch.equal(x, torch.from_numpy(TOKENS[:5]).expand(3, 5)) and torch.equal(
+        y, torch.from_numpy(TOKENS[1:6]).expand(3, 5)
+    )
 
 
 def test_get_batch_reads_a_uint16_memmap(tmp_path):

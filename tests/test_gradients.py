@@ -88,7 +88,9 @@ def test_softmax_gradient_of_fully_masked_row_is_zero():
 def test_silu_gradient_is_finite_at_extremes(dtype):
     x = torch.tensor([-BIG[dtype], -1e4, 1e4, BIG[dtype]], dtype=dtype, requires_grad=True)
     (g,) = torch.autograd.grad(F.silu(x).sum(), x)
-    assert_close(g, torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=dtype), 0.0, "g vs torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=dtype)")
+    assert_close(
+        g, torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=dtype), 0.0, "g vs torch.tensor([0.0, 0.0, 1.0, 1.0], dtype=dtype)"
+    )
     # Witness that these inputs are hard: the naive quotient's gradient is NaN at large negative x.
     (g_naive,) = torch.autograd.grad((x / (1 + torch.exp(-x))).sum(), x)
     assert bool(g_naive[:2].isnan().all())
@@ -110,4 +112,9 @@ def test_gelu_gradient_is_finite_at_extremes(approximate, dtype):
     values = [-1e4, 1e4] + ([-BIG[dtype], BIG[dtype]] if approximate == "none" else [])
     x = torch.tensor(values, dtype=dtype, requires_grad=True)
     (g,) = torch.autograd.grad(F.gelu(x, approximate=approximate).sum(), x)
-    assert_close(g, torch.tensor([0.0, 1.0] * (len(values) // 2), dtype=dtype), 0.0, "g vs torch.tensor([0.0, 1.0] * (len(values) // 2), dtype=dtype)")
+    assert_close(
+        g,
+        torch.tensor([0.0, 1.0] * (len(values) // 2), dtype=dtype),
+        0.0,
+        "g vs torch.tensor([0.0, 1.0] * (len(values) // 2), dtype=dtype)",
+    )

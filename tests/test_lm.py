@@ -92,7 +92,9 @@ def test_lm_cached_prefix_gives_the_same_logits():
     model, ids = TransformerLM(config()), ids_of()
     cache = model.new_kv_cache()
     with torch.no_grad():
-        stepped = torch.cat([model(ids[:, :6], kv_cache=cache)] + [model(ids[:, i : i + 1], kv_cache=cache) for i in range(6, 11)], 1)
+        stepped = torch.cat(
+            [model(ids[:, :6], kv_cache=cache)] + [model(ids[:, i : i + 1], kv_cache=cache) for i in range(6, 11)], 1
+        )
         assert_close(stepped, model(ids), TOL["hf"], "cached vs whole")
 
 

@@ -45,8 +45,8 @@ def test_lr_schedule_is_min_from_the_end_of_the_cycle_on(it):
 
 def test_lr_schedule_rises_during_warm_up_and_falls_after():
     values = [lr(it) for it in range(CYCLE + 5)]
-    assert all(a < b for a, b in zip(values[:WARMUP], values[1 : WARMUP + 1]))
-    assert all(a > b for a, b in zip(values[WARMUP:CYCLE], values[WARMUP + 1 : CYCLE + 1]))
+    assert all(a < b for a, b in zip(values[:WARMUP], values[1 : WARMUP + 1], strict=False))
+    assert all(a > b for a, b in zip(values[WARMUP:CYCLE], values[WARMUP + 1 : CYCLE + 1], strict=False))
 
 
 def test_lr_schedule_without_warm_up_starts_at_max():

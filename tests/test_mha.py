@@ -65,7 +65,9 @@ def test_mha_with_rotation_and_positions_matches_torch_builtins(heads):
     num_heads, num_kv_heads = HEADS[heads]
     w, x = weights(num_heads, num_kv_heads), x_of()
     expected = builtin_mha(num_heads, w, x, POSITIONS, rope=True)
-    actual = run_multihead_self_attention_with_rope(D, num_heads, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS)
+    actual = run_multihead_self_attention_with_rope(
+        D, num_heads, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS
+    )
     assert_close(actual, expected, TOL["f64"], heads)
 
 
@@ -86,7 +88,9 @@ def test_mha_matches_hf_llama_with_positions_not_arange(hf, heads):
     ours, theirs, config = ours_and_hf(hf, *HEADS[heads])
     x, positions = x_of(dtype=F32), POSITIONS.expand(2, -1)
     with torch.no_grad():
-        assert_close(ours(x, positions), L.hf_attn_forward(hf, config, theirs, x, positions), TOL["hf"], f"{heads} vs HF")
+        assert_close(
+            ours(x, positions), L.hf_attn_forward(hf, config, theirs, x, positions), TOL["hf"], f"{heads} vs HF"
+        )
 
 
 def test_mha_output_at_a_position_ignores_later_tokens():
@@ -142,7 +146,9 @@ def measure_floors(seeds=range(20)) -> dict[str, float]:
             with torch.no_grad():
                 keep("hf", ours(x32, pos), L.hf_attn_forward(hf, config, theirs, x32, pos))
                 cache = KVCache(MAX_LEN)
-                steps = [ours(x32[:, :4], kv_cache=cache)] + [ours(x32[:, i : i + 1], kv_cache=cache) for i in range(4, SEQ)]
+                steps = [ours(x32[:, :4], kv_cache=cache)] + [
+                    ours(x32[:, i : i + 1], kv_cache=cache) for i in range(4, SEQ)
+                ]
                 keep("cache", torch.cat(steps, 1), ours(x32))
     return floors
 
@@ -150,4 +156,3 @@ def measure_floors(seeds=range(20)) -> dict[str, float]:
 if __name__ == "__main__":
     for name, floor in measure_floors().items():
         print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")
-

@@ -39,7 +39,13 @@ MODULES = {
 @pytest.mark.parametrize("component", MODULES)
 def test_module_parameters_take_the_given_dtype_and_device(component, dtype, device):
     module = MODULES[component](device=device, dtype=dtype)
-    wrong = {name: (p.dtype, p.device.type) for name, p in module.named_parameters() if (p.dtype, p.device.type) != (dtype, device)}
-    assert wrong == {}, f"{type(module).__name__}(..., device={device!r}, dtype={dtype}): these parameters are not: {wrong}"
+    wrong = {
+        name: (p.dtype, p.device.type)
+        for name, p in module.named_parameters()
+        if (p.dtype, p.device.type) != (dtype, device)
+    }
+    assert wrong == {}, (
+        f"{type(module).__name__}(..., device={device!r}, dtype={dtype}): these parameters are not: {wrong}"
+    )
     moved = {name: b.device.type for name, b in module.named_buffers() if b.device.type != device}
     assert moved == {}, f"{type(module).__name__}(..., device={device!r}): these buffers are elsewhere: {moved}"

@@ -124,7 +124,9 @@ def _measure(world_sizes=(1, 2, 4)) -> None:
     for world_size in world_sizes:
         for kind, dtype in CASES:
             got, want = P.ours(kind, world_size, dtype), P.single_process(kind, dtype)
-            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [(got["dw"][k], want["dw"][k]) for k in want["dw"]]
+            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
+                (got["dw"][k], want["dw"][k]) for k in want["dw"]
+            ]
             err = max(float(scaled_error(a, b).max()) for a, b in pairs)
             worst[dtype] = max(worst.get(dtype, 0.0), err)
     for dtype, err in worst.items():

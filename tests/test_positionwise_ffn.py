@@ -22,7 +22,12 @@ def test_positionwise_ffn_kernel_matches_torch_builtin(batch):
     x = rand(*batch, 24, std=2.0, mean=-0.3, seed=1)
     w1, b1, w2, b2 = rand(40, 24, std=0.3, seed=2), rand(40, seed=3), rand(24, 40, std=0.3, seed=4), rand(24, seed=5)
     expected = oracles.positionwise_ffn(x, w1, b1, w2, b2)
-    assert_close(F.positionwise_ffn(x, w1, b1, w2, b2, "gelu"), expected, tolerance(6.5e-16, F64), "positionwise ffn vs built-ins")
+    assert_close(
+        F.positionwise_ffn(x, w1, b1, w2, b2, "gelu"),
+        expected,
+        tolerance(6.5e-16, F64),
+        "positionwise ffn vs built-ins",
+    )
 
 
 def test_positionwise_ffn_module_state_dict_keys():

@@ -40,7 +40,9 @@ def x_of(*batch, seed=0, dtype=F64):
 def test_rope_kernel_matches_complex_rotation(batch):
     x = x_of(*batch)
     cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
-    assert_close(F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS), TOL["f64"], "RoPE vs complex")
+    assert_close(
+        F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS), TOL["f64"], "RoPE vs complex"
+    )
 
 
 def test_rope_adapter_with_per_batch_positions():

@@ -37,5 +37,7 @@ def test_smollm2_answers_the_capital_of_france_is_paris():
     model, reader = needs_every_component(load_gguf_model, smollm2_path())
     ours = capital_of_france_answer(model, reader)
     answer = tokenizer_from_gguf(reader).decode(ours)
-    assert ours == PARIS_ANSWER_IDS, f"your model answers {answer!r} (ids {ours}); the reference: ids {PARIS_ANSWER_IDS}"
+    assert ours == PARIS_ANSWER_IDS, (
+        f"your model answers {answer!r} (ids {ours}); the reference: ids {PARIS_ANSWER_IDS}"
+    )
     assert "Paris" in answer

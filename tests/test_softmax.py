@@ -43,4 +43,9 @@ def test_softmax_fully_masked_row_returns_zeros():
     """Our definition (torch.softmax gives NaN there): a row with nothing to attend to gets no mass."""
     inf = float("inf")
     out = F.softmax(torch.tensor([[-inf, -inf, -inf], [0.0, 0.0, -inf]]), dim=-1)
-    assert_close(out, torch.tensor([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0]]), 0.0, "out vs torch.tensor([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0]])")
+    assert_close(
+        out,
+        torch.tensor([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0]]),
+        0.0,
+        "out vs torch.tensor([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0]])",
+    )

@@ -38,7 +38,10 @@ def test_status_counts_tests_and_takes_errors_from_snapshot_tests_only(tmp_path)
     row = table["rmsnorm"]
     assert (row.passed, row.failed) == (2, 1)
     assert (row.max_abs_err, row.max_scaled_err) == (0.5, 0.2)  # not the 9.0 measured against a built-in
-    assert row.first_failure == "test_rmsnorm_matches_fixture[rmsnorm]: run_rmsnorm on fixture 'rmsnorm': 3 of 768 elements are off\ndetails"
+    assert (
+        row.first_failure
+        == "test_rmsnorm_matches_fixture[rmsnorm]: run_rmsnorm on fixture 'rmsnorm': 3 of 768 elements are off\ndetails"
+    )
     assert table["tests/test_ffn_width.py"].passed == 1
     assert "rmsnorm" in format_table(table) and " 2/3 " in format_table(table)
 
@@ -47,5 +50,7 @@ def test_status_shows_each_failing_component_s_first_failure_whole(tmp_path):
     path = tmp_path / "report.xml"
     path.write_text(REPORT)
     text = format_table(parse_junit(path))
-    assert "rmsnorm: first failure\n    test_rmsnorm_matches_fixture[rmsnorm]: run_rmsnorm on fixture 'rmsnorm': 3 of 768 " \
-           "elements are off\n    details" in text
+    assert (
+        "rmsnorm: first failure\n    test_rmsnorm_matches_fixture[rmsnorm]: run_rmsnorm on fixture 'rmsnorm': 3 of 768 "
+        "elements are off\n    details" in text
+    )

@@ -50,7 +50,9 @@ def test_submit_refuses_a_package_over_the_graders_limit_and_writes_nothing(tmp_
     root = assignment_folder(tmp_path)
     with open(root / "cs336_basics" / "weights.bin", "wb") as f:
         f.truncate(S.MAX_PACKAGE_BYTES + 1)  # sparse: no disk written
-    with pytest.raises(ValueError, match=r"the grader accepts at most 500 files and 5 MB\. Largest: cs336_basics/weights\.bin"):
+    with pytest.raises(
+        ValueError, match=r"the grader accepts at most 500 files and 5 MB\. Largest: cs336_basics/weights\.bin"
+    ):
         S.write_submission(root)
     assert not (root / "submission.zip").exists()
 
@@ -79,5 +81,8 @@ def test_submit_writes_the_zip_even_when_the_tests_cannot_run(tmp_path, monkeypa
     assert S.run(SimpleNamespace(output=None, no_tests=False)) == 0
     out = capsys.readouterr().out
     assert "wrote " in out and "(3 files of cs336_basics/" in out
-    assert "could not show the status table (SystemExit: pytest did not produce a report); submission.zip is written" in out
+    assert (
+        "could not show the status table (SystemExit: pytest did not produce a report); submission.zip is written"
+        in out
+    )
     assert zipfile.is_zipfile(tmp_path / "submission.zip")

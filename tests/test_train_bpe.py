@@ -17,7 +17,7 @@ EOT = "<|endoftext|>"
 
 
 def first_difference(got: list, expected: list) -> str:
-    for k, (g, e) in enumerate(zip(got, expected)):
+    for k, (g, e) in enumerate(zip(got, expected, strict=False)):
         if g != e:
             return f"merge {k}: got {g!r}, expected {e!r}"
     return f"got {len(got)} merges, expected {len(expected)}"
@@ -97,12 +97,15 @@ def test_train_bpe_stops_when_no_pair_is_left(tmp_path):
     assert merges == [(b"a", b"b")] and len(vocab) == 257
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(vocab_size=100), "vocab_size must be at least 256"),
-    (dict(vocab_size=300.0), "vocab_size must be an int"),
-    (dict(special_tokens="<|endoftext|>"), "special_tokens must be a list"),
-    (dict(special_tokens=[EOT, EOT]), "must not repeat"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(vocab_size=100), "vocab_size must be at least 256"),
+        (dict(vocab_size=300.0), "vocab_size must be an int"),
+        (dict(special_tokens="<|endoftext|>"), "special_tokens must be a list"),
+        (dict(special_tokens=[EOT, EOT]), "must not repeat"),
+    ],
+)
 def test_train_bpe_rejects_bad_arguments_by_name(tmp_path, bad, message):
     path = tmp_path / "corpus.txt"
     path.write_text("hello")

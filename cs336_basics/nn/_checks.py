@@ -24,16 +24,13 @@ def check_shape(name: str, tensor: torch.Tensor, expected: tuple[int, ...]) -> N
 
 def check_last_dim(name: str, tensor: torch.Tensor, expected: int, what: str) -> None:
     if tensor.dim() == 0 or tensor.shape[-1] != expected:
-        raise ValueError(
-            f"{name} must have last dimension {what}={expected}, got shape {tuple(tensor.shape)}"
-        )
+        raise ValueError(f"{name} must have last dimension {what}={expected}, got shape {tuple(tensor.shape)}")
 
 
 def check_same_dtype(name: str, tensor: torch.Tensor, other_name: str, other: torch.Tensor) -> None:
     if tensor.dtype != other.dtype:
         raise TypeError(
-            f"{name} has dtype {tensor.dtype} but {other_name} has dtype {other.dtype}; "
-            f"cast one so they match"
+            f"{name} has dtype {tensor.dtype} but {other_name} has dtype {other.dtype}; cast one so they match"
         )
 
 
@@ -44,7 +41,9 @@ def check_positive(name: str, value: int | float) -> None:
 
 def check_dim(name: str, tensor: torch.Tensor, dim: int) -> None:
     if not -tensor.dim() <= dim < max(tensor.dim(), 1):
-        raise ValueError(f"dim must be in [{-tensor.dim()}, {tensor.dim() - 1}] for {name} of shape {tuple(tensor.shape)}, got {dim}")
+        raise ValueError(
+            f"dim must be in [{-tensor.dim()}, {tensor.dim() - 1}] for {name} of shape {tuple(tensor.shape)}, got {dim}"
+        )
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:

@@ -156,7 +156,9 @@ def load_state_dict(
         tied = getattr(module, "lm_head", False) is None
         renamed = convert_llama.to_ours(state_dict, naming, attn.num_heads, attn.num_kv_heads, tied)
     elif naming == "gguf":
-        raise ValueError(f"naming 'gguf' is for decoder modules (attention, block, language model), not {type(module).__name__}")
+        raise ValueError(
+            f"naming 'gguf' is for decoder modules (attention, block, language model), not {type(module).__name__}"
+        )
     else:
         renamed = from_hf(state_dict, arch) if naming == "hf" else dict(state_dict)
     expected = module.state_dict()

@@ -67,9 +67,7 @@ def embedding(
     if token_ids.numel() > 0:
         lo, hi = int(token_ids.min()), int(token_ids.max())
         if lo < 0 or hi >= weight.shape[0]:
-            raise ValueError(
-                f"token_ids must lie in [0, vocab_size={weight.shape[0]}), got values in [{lo}, {hi}]"
-            )
+            raise ValueError(f"token_ids must lie in [0, vocab_size={weight.shape[0]}), got values in [{lo}, {hi}]")
     # BEGIN SOLUTION
     return weight[token_ids]
     # END SOLUTION
@@ -368,7 +366,9 @@ def rope(
     check_float("cos", cos)
     check_float("sin", sin)
     if cos.dim() != 2 or cos.shape != sin.shape:
-        raise ValueError(f"cos and sin must both be (max_seq_len, d_k / 2), got {tuple(cos.shape)} and {tuple(sin.shape)}")
+        raise ValueError(
+            f"cos and sin must both be (max_seq_len, d_k / 2), got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     max_seq_len, half = cos.shape
     check_last_dim("x", x, 2 * half, "d_k")
     if not isinstance(token_positions, Tensor) or token_positions.dtype not in (torch.int64, torch.int32):

@@ -37,8 +37,14 @@ def trained_vocabulary(rng: Rng, n_docs: int, vocab_size: int, special_tokens: l
     return dict(token_bytes=token_bytes, token_offsets=token_offsets, merges=T.merges_to_tensor(merges, vocab))
 
 
-def tokenizer_case(vocab_size: int, special_tokens: list[str] | None, n_docs: int = 300, text_docs: int = 20,
-                   what: str = "text", **text_kw):
+def tokenizer_case(
+    vocab_size: int,
+    special_tokens: list[str] | None,
+    n_docs: int = 300,
+    text_docs: int = 20,
+    what: str = "text",
+    **text_kw,
+):
     """A vocabulary trained on one synthetic corpus and, from the same generator, another text
     to encode (what="text"), or token ids to decode (what="ids": the text's ids with single bytes
     of split multi-byte characters among them)."""
@@ -54,7 +60,7 @@ def tokenizer_case(vocab_size: int, special_tokens: list[str] | None, n_docs: in
 
         vocab = T.tensors_to_vocab(kw["token_bytes"], kw["token_offsets"])
         ids = Tokenizer(vocab, T.tensor_to_merges(kw["merges"], vocab), special_tokens).encode(text)
-        partial = [b for b in "€😀é".encode("utf-8") if b >= 0x80]  # leading and continuation bytes alone
+        partial = [b for b in "€😀é".encode() if b >= 0x80]  # leading and continuation bytes alone
         for position in sorted(rng.integers(0, len(ids), size=6).tolist(), reverse=True):
             ids.insert(position, partial[int(rng.integers(0, len(partial)))])  # ids 0-255 are the bytes
         import torch

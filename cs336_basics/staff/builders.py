@@ -144,8 +144,15 @@ def ffn_block_case(
             w["feed_forward.w1.bias"] = randn(rng, d_ff, std=0.5)
             w["feed_forward.w2.bias"] = randn(rng, d_model, std=0.5)
         return dict(
-            d_model=d_model, d_ff=d_ff, weights=w, in_features=randn(rng, *batch, d_model, std=2.0, mean=0.5),
-            norm=norm, ffn=ffn, activation=activation, eps=1e-5, bias=bias,
+            d_model=d_model,
+            d_ff=d_ff,
+            weights=w,
+            in_features=randn(rng, *batch, d_model, std=2.0, mean=0.5),
+            norm=norm,
+            ffn=ffn,
+            activation=activation,
+            eps=1e-5,
+            bias=bias,
         )
 
     return make
@@ -154,14 +161,18 @@ def ffn_block_case(
 # ---- decoder ----
 
 
-def attention_case(batch: tuple[int, ...], queries: int, keys: int, d_k: int, d_v: int, mask: str = "none",
-                   scale: float = 1.0) -> Make:
+def attention_case(
+    batch: tuple[int, ...], queries: int, keys: int, d_k: int, d_v: int, mask: str = "none", scale: float = 1.0
+) -> Make:
     """mask: "none"; "random" (True with probability 1/2, never a whole row: key 0 always
     allowed; not causal); "fully_masked_row" (random, and query 1 may attend to nothing)."""
 
     def make(rng):
-        kw = dict(Q=randn(rng, *batch, queries, d_k, std=scale), K=randn(rng, *batch, keys, d_k, std=scale),
-                  V=randn(rng, *batch, keys, d_v))
+        kw = dict(
+            Q=randn(rng, *batch, queries, d_k, std=scale),
+            K=randn(rng, *batch, keys, d_k, std=scale),
+            V=randn(rng, *batch, keys, d_v),
+        )
         if mask != "none":
             m = rand(rng, *batch, queries, keys) < 0.5  # (..., queries, keys)
             m[..., 0] = True
@@ -174,7 +185,7 @@ def attention_case(batch: tuple[int, ...], queries: int, keys: int, d_k: int, d_
 
 
 def _positions(rng: Rng, batch: tuple[int, ...], seq: int, max_seq_len: int, kind: str) -> Tensor | None:
-    """"arange": 0..seq-1; "none": not given (the module's default, arange); "random": distinct
+    """ "arange": 0..seq-1; "none": not given (the module's default, arange); "random": distinct
     sorted positions anywhere below max_seq_len, drawn per batch entry (not arange: a left-padded
     or packed sequence); "end": the last seq positions before max_seq_len."""
     if kind == "none":
@@ -187,10 +198,20 @@ def _positions(rng: Rng, batch: tuple[int, ...], seq: int, max_seq_len: int, kin
     return torch.from_numpy(np.stack(rows).reshape(*batch, seq).astype(np.int64))
 
 
-def rope_case(batch: tuple[int, ...], seq: int, d_k: int, theta: float, max_seq_len: int, positions: str = "arange",
-              x_std: float = 1.0) -> Make:
+def rope_case(
+    batch: tuple[int, ...],
+    seq: int,
+    d_k: int,
+    theta: float,
+    max_seq_len: int,
+    positions: str = "arange",
+    x_std: float = 1.0,
+) -> Make:
     return lambda rng: dict(
-        d_k=d_k, theta=theta, max_seq_len=max_seq_len, in_query_or_key=randn(rng, *batch, seq, d_k, std=x_std),
+        d_k=d_k,
+        theta=theta,
+        max_seq_len=max_seq_len,
+        in_query_or_key=randn(rng, *batch, seq, d_k, std=x_std),
         token_positions=_positions(rng, batch, seq, max_seq_len, positions),
     )
 
@@ -205,14 +226,26 @@ def _attn_weights(rng: Rng, d_model: int, num_heads: int, num_kv_heads: int, pre
     }
 
 
-def mha_case(batch: tuple[int, ...], seq: int, d_model: int, num_heads: int, num_kv_heads: int | None = None,
-             theta: float | None = None, max_seq_len: int | None = None, positions: str = "none") -> Make:
+def mha_case(
+    batch: tuple[int, ...],
+    seq: int,
+    d_model: int,
+    num_heads: int,
+    num_kv_heads: int | None = None,
+    theta: float | None = None,
+    max_seq_len: int | None = None,
+    positions: str = "none",
+) -> Make:
     """Without theta: run_multihead_self_attention (no RoPE); with it: ..._with_rope. Queries
     and keys are scaled up (x_std 2) so that the attention is far from uniform."""
 
     def make(rng):
-        kw = dict(d_model=d_model, num_heads=num_heads, **_attn_weights(rng, d_model, num_heads, num_kv_heads or num_heads),
-                  in_features=randn(rng, *batch, seq, d_model, std=2.0))
+        kw = dict(
+            d_model=d_model,
+            num_heads=num_heads,
+            **_attn_weights(rng, d_model, num_heads, num_kv_heads or num_heads),
+            in_features=randn(rng, *batch, seq, d_model, std=2.0),
+        )
         if theta is not None:
             kw.update(max_seq_len=max_seq_len, theta=theta)
             pos = _positions(rng, batch, seq, max_seq_len, positions)
@@ -238,17 +271,30 @@ def _block_weights(rng: Rng, d_model: int, num_heads: int, num_kv_heads: int, d_
     }
 
 
-def block_case(batch: int, seq: int, d_model: int, num_heads: int, d_ff: int, max_seq_len: int, theta: float,
-               num_kv_heads: int | None = None) -> Make:
+def block_case(
+    batch: int,
+    seq: int,
+    d_model: int,
+    num_heads: int,
+    d_ff: int,
+    max_seq_len: int,
+    theta: float,
+    num_kv_heads: int | None = None,
+) -> Make:
     return lambda rng: dict(
-        d_model=d_model, num_heads=num_heads, d_ff=d_ff, max_seq_len=max_seq_len, theta=theta,
+        d_model=d_model,
+        num_heads=num_heads,
+        d_ff=d_ff,
+        max_seq_len=max_seq_len,
+        theta=theta,
         weights=_block_weights(rng, d_model, num_heads, num_kv_heads or num_heads, d_ff),
         in_features=randn(rng, batch, seq, d_model, std=2.0),
     )
 
 
-def _lm_weights(rng: Rng, vocab_size: int, d_model: int, num_layers: int, num_heads: int, num_kv_heads: int, d_ff: int,
-                tie: bool) -> dict:
+def _lm_weights(
+    rng: Rng, vocab_size: int, d_model: int, num_layers: int, num_heads: int, num_kv_heads: int, d_ff: int, tie: bool
+) -> dict:
     w = {"token_embeddings.weight": randn(rng, vocab_size, d_model)}
     for i in range(num_layers):
         w.update(_block_weights(rng, d_model, num_heads, num_kv_heads, d_ff, prefix=f"layers.{i}."))
@@ -259,36 +305,73 @@ def _lm_weights(rng: Rng, vocab_size: int, d_model: int, num_layers: int, num_he
 
 
 def _lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta) -> dict:
-    return dict(vocab_size=vocab_size, context_length=context_length, d_model=d_model, num_layers=num_layers,
-                num_heads=num_heads, d_ff=d_ff, rope_theta=rope_theta)
+    return dict(
+        vocab_size=vocab_size,
+        context_length=context_length,
+        d_model=d_model,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        d_ff=d_ff,
+        rope_theta=rope_theta,
+    )
 
 
-def lm_case(batch: int, seq: int, vocab_size: int, context_length: int, d_model: int, num_layers: int, num_heads: int,
-            d_ff: int, rope_theta: float = 10000.0, num_kv_heads: int | None = None, tie: bool = False) -> Make:
+def lm_case(
+    batch: int,
+    seq: int,
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float = 10000.0,
+    num_kv_heads: int | None = None,
+    tie: bool = False,
+) -> Make:
     def make(rng):
         w = _lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
         ids = randint(rng, 0, vocab_size, (batch, seq))
         ids.view(-1)[:2] = torch.tensor([0, vocab_size - 1])  # both ends of the vocabulary
-        return dict(**_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
-                    weights=w, in_indices=ids)
+        return dict(
+            **_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+            weights=w,
+            in_indices=ids,
+        )
 
     return make
 
 
-def generate_case(prompt_len: int, max_new_tokens: int, vocab_size: int, context_length: int, d_model: int,
-                  num_layers: int, num_heads: int, d_ff: int, rope_theta: float = 10000.0,
-                  num_kv_heads: int | None = None, tie: bool = False) -> Make:
+def generate_case(
+    prompt_len: int,
+    max_new_tokens: int,
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float = 10000.0,
+    num_kv_heads: int | None = None,
+    tie: bool = False,
+) -> Make:
     """Greedy generation from small random weights: the token ids are the output."""
 
     def make(rng):
         w = _lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
-        return dict(**_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
-                    weights=w, prompt_ids=randint(rng, 0, vocab_size, (prompt_len,)), max_new_tokens=max_new_tokens)
+        return dict(
+            **_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+            weights=w,
+            prompt_ids=randint(rng, 0, vocab_size, (prompt_len,)),
+            max_new_tokens=max_new_tokens,
+        )
 
     return make
 
 
-def parallel_column_case(batch: tuple[int, ...], d_in: int, d_out: int, world_size: int, gather_output: bool = True) -> Make:
+def parallel_column_case(
+    batch: tuple[int, ...], d_in: int, d_out: int, world_size: int, gather_output: bool = True
+) -> Make:
     return lambda rng: dict(
         d_in=d_in, d_out=d_out, world_size=world_size, weights=linear_weight(rng, d_out, d_in),
         in_features=randn(rng, *batch, d_in), gather_output=gather_output,
@@ -329,8 +412,16 @@ def away_from_zero(rng: Rng, *shape: int, scale: float) -> Tensor:
     return torch.from_numpy((np.sign(z) * (0.5 + np.abs(z)) * scale).astype(np.float32))
 
 
-def adamw_case(shapes: dict[str, tuple[int, ...]], steps: int, lr: float, weight_decay: float, eps: float = 1e-8,
-               betas: tuple[float, float] = (0.9, 0.999), grad_scale: float = 1.0, param_std: float = 1.0) -> Make:
+def adamw_case(
+    shapes: dict[str, tuple[int, ...]],
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    eps: float = 1e-8,
+    betas: tuple[float, float] = (0.9, 0.999),
+    grad_scale: float = 1.0,
+    param_std: float = 1.0,
+) -> Make:
     """Parameters ~ N(0, param_std^2) and `steps` gradients per parameter of size grad_scale *
     [0.5, 3.5) (away from 0: a tiny |g| on the first step makes where eps sits matter, which the
     hyper-parameters of a case decide instead)."""
@@ -338,13 +429,20 @@ def adamw_case(shapes: dict[str, tuple[int, ...]], steps: int, lr: float, weight
     def make(rng):
         params = {name: randn(rng, *shape, std=param_std) for name, shape in shapes.items()}
         grads = {name: away_from_zero(rng, steps, *shape, scale=grad_scale) for name, shape in shapes.items()}
-        return dict(params=params, grads=grads, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay)
+        return dict(
+            params=params, grads=grads, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay
+        )
 
     return make
 
 
-def lr_schedule_case(max_learning_rate: float, min_learning_rate: float, warmup_iters: int, cosine_cycle_iters: int,
-                     random_iters: int = 16) -> Make:
+def lr_schedule_case(
+    max_learning_rate: float,
+    min_learning_rate: float,
+    warmup_iters: int,
+    cosine_cycle_iters: int,
+    random_iters: int = 16,
+) -> Make:
     """The schedule at its boundaries (0, 1, warmup_iters - 1, warmup_iters, warmup_iters + 1,
     the middle of the annealing, cosine_cycle_iters - 1, cosine_cycle_iters, cosine_cycle_iters + 1,
     far beyond) and at `random_iters` iterations drawn up to 1.5 cosine_cycle_iters."""
@@ -354,14 +452,24 @@ def lr_schedule_case(max_learning_rate: float, min_learning_rate: float, warmup_
     def make(rng):
         drawn = rng.integers(0, (3 * c) // 2 + 2, size=random_iters).tolist()
         iterations = torch.tensor([i for i in fixed if i >= 0] + drawn, dtype=torch.int64)
-        return dict(iterations=iterations, max_learning_rate=max_learning_rate, min_learning_rate=min_learning_rate,
-                    warmup_iters=warmup_iters, cosine_cycle_iters=cosine_cycle_iters)
+        return dict(
+            iterations=iterations,
+            max_learning_rate=max_learning_rate,
+            min_learning_rate=min_learning_rate,
+            warmup_iters=warmup_iters,
+            cosine_cycle_iters=cosine_cycle_iters,
+        )
 
     return make
 
 
-def gradient_clipping_case(shapes: dict[str, tuple[int, ...]], max_l2_norm: float, norm_ratio: float,
-                           params_without_grad: int = 0, one_pass: bool = False) -> Make:
+def gradient_clipping_case(
+    shapes: dict[str, tuple[int, ...]],
+    max_l2_norm: float,
+    norm_ratio: float,
+    params_without_grad: int = 0,
+    one_pass: bool = False,
+) -> Make:
     """Gradients whose global L2 norm is norm_ratio * max_l2_norm exactly (> 1: clipped; < 1: left
     alone), one parameter's gradient much larger than the others' (so that per-parameter norms
     and the global norm clip differently)."""
@@ -378,26 +486,46 @@ def gradient_clipping_case(shapes: dict[str, tuple[int, ...]], max_l2_norm: floa
     return make
 
 
-def get_batch_case(num_tokens: int, batch_size: int, context_length: int, num_batches: int, vocab_size: int = 65536,
-                   token_dtype: str = "uint16") -> Make:
+def get_batch_case(
+    num_tokens: int,
+    batch_size: int,
+    context_length: int,
+    num_batches: int,
+    vocab_size: int = 65536,
+    token_dtype: str = "uint16",
+) -> Make:
     """A token stream of distinct ids (a row's first token names its start; not arange, so
     targets = inputs + 1 is wrong) and a seed for the global generators (adapters.run_get_batch_checks)."""
 
     def make(rng):
         ids = rng.choice(vocab_size, size=num_tokens, replace=False).astype(np.int64)
-        return dict(dataset=torch.from_numpy(ids), batch_size=batch_size, context_length=context_length,
-                    num_batches=num_batches, seed=int(rng.integers(2**31)), token_dtype=token_dtype)
+        return dict(
+            dataset=torch.from_numpy(ids),
+            batch_size=batch_size,
+            context_length=context_length,
+            num_batches=num_batches,
+            seed=int(rng.integers(2**31)),
+            token_dtype=token_dtype,
+        )
 
     return make
 
 
-def checkpoint_case(shapes: dict[str, tuple[int, ...]], steps: int, steps_before: int, lr: float = 1e-2,
-                    weight_decay: float = 0.1, to: str = "path") -> Make:
+def checkpoint_case(
+    shapes: dict[str, tuple[int, ...]],
+    steps: int,
+    steps_before: int,
+    lr: float = 1e-2,
+    weight_decay: float = 0.1,
+    to: str = "path",
+) -> Make:
     """Weights and one gradient per AdamW step for each (adapters.run_checkpoint_resume)."""
 
     def make(rng):
         weights = {name: randn(rng, *shape) for name, shape in shapes.items()}
         gradients = {name: randn(rng, steps, *shape) for name, shape in shapes.items()}
-        return dict(weights=weights, gradients=gradients, steps_before=steps_before, lr=lr, weight_decay=weight_decay, to=to)
+        return dict(
+            weights=weights, gradients=gradients, steps_before=steps_before, lr=lr, weight_decay=weight_decay, to=to
+        )
 
     return make

@@ -17,9 +17,16 @@ def _fixtures(args) -> int:
 
 def add_commands(commands) -> None:
     p = commands.add_parser("fixtures", help="(staff) write fixtures/ and hidden_fixtures/ from the case registry")
-    p.add_argument("--check", action="store_true", help="compare the stored files with what the generator makes; write nothing")
-    p.add_argument("--redraw", nargs="+", default=[], metavar="CASE",
-                   help="draw these cases' inputs from their seeds again (stored inputs are otherwise kept)")
+    p.add_argument(
+        "--check", action="store_true", help="compare the stored files with what the generator makes; write nothing"
+    )
+    p.add_argument(
+        "--redraw",
+        nargs="+",
+        default=[],
+        metavar="CASE",
+        help="draw these cases' inputs from their seeds again (stored inputs are otherwise kept)",
+    )
     p.set_defaults(run=_fixtures)
 
     from cs336_basics.staff import handout

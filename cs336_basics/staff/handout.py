@@ -265,8 +265,9 @@ def _toml_tables(table: dict, prefix: str = "") -> str:
     scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
     tables = {k: v for k, v in table.items() if isinstance(v, dict)}
     out = f"[{prefix}]\n" if prefix and (scalars or not tables) else ""
-    out += "".join(f"{k if re.fullmatch(r'[A-Za-z0-9_-]+', k) else json.dumps(k)} = {_toml_value(v)}\n"
-                   for k, v in scalars.items())
+    out += "".join(
+        f"{k if re.fullmatch(r'[A-Za-z0-9_-]+', k) else json.dumps(k)} = {_toml_value(v)}\n" for k, v in scalars.items()
+    )
     for k, v in tables.items():
         out += ("\n" if out else "") + _toml_tables(v, f"{prefix}.{k}" if prefix else k)
     return out
@@ -279,7 +280,9 @@ def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | No
     reference_dir = Path(reference_dir)
     data = tomllib.loads((reference_dir / "pyproject.toml").read_text())
     if shipped_tests is None:
-        shipped_tests = [reference_dir / p for p in shipped_files(reference_dir) if p.parts[0] == "tests" and p.suffix == ".py"]
+        shipped_tests = [
+            reference_dir / p for p in shipped_files(reference_dir) if p.parts[0] == "tests" and p.suffix == ".py"
+        ]
     used = (_imported_modules(shipped_tests) | ALWAYS_DEV) - STAFF_ONLY_DEV
     dev = [r for r in data.get("dependency-groups", {}).get("dev", []) if isinstance(r, str) and _req_name(r) in used]
     data["dependency-groups"] = {"dev": dev}

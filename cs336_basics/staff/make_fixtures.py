@@ -62,8 +62,16 @@ def generate(case: Case, inputs: dict | None = None) -> Fixture:
     output and the fingerprints of the mistakes that fail it."""
     inputs = draw(case) if inputs is None else inputs
     expected = expected_output(case.adapter, inputs)
-    return Fixture(case.name, case.component, case.adapter, inputs, expected, out_dtype=case.output_dtype, tol=case.tol,
-                   mistakes=fingerprints(case, inputs, expected))
+    return Fixture(
+        case.name,
+        case.component,
+        case.adapter,
+        inputs,
+        expected,
+        out_dtype=case.output_dtype,
+        tol=case.tol,
+        mistakes=fingerprints(case, inputs, expected),
+    )
 
 
 def _same_inputs(a, b) -> bool:
@@ -114,16 +122,22 @@ def problems(case: Case) -> list[str]:
     if _header(stored) != _header(fresh):
         found.append(f"{case.name}: metadata {_header(stored)} != {_header(fresh)} (run `uv run cs336 fixtures`)")
     if not _same_inputs(stored.kwargs, draw(case)):
-        found.append(f"{case.name}: stored inputs differ from what seed {case.seed} draws "
-                     f"(changed the case? run `uv run cs336 fixtures --redraw {case.name}`)")
+        found.append(
+            f"{case.name}: stored inputs differ from what seed {case.seed} draws "
+            f"(changed the case? run `uv run cs336 fixtures --redraw {case.name}`)"
+        )
     drift, bound = expected_drift(stored, fresh), DRIFT_FRACTION * case.tol
     if not drift <= bound:
-        found.append(f"{case.name}: expected output moved by {drift:.2e} > {bound:.2e} "
-                     f"({DRIFT_FRACTION:g} of the tolerance) when recomputed from the stored inputs")
+        found.append(
+            f"{case.name}: expected output moved by {drift:.2e} > {bound:.2e} "
+            f"({DRIFT_FRACTION:g} of the tolerance) when recomputed from the stored inputs"
+        )
     moved = fingerprint_drift(case, stored, fresh)
     if not moved <= case.tol:
-        found.append(f"{case.name}: mistake fingerprints {sorted(stored.mistakes)} -> {sorted(fresh.mistakes)}, "
-                     f"values moved by {moved:.2e} (tolerance {case.tol:.2e})")
+        found.append(
+            f"{case.name}: mistake fingerprints {sorted(stored.mistakes)} -> {sorted(fresh.mistakes)}, "
+            f"values moved by {moved:.2e} (tolerance {case.tol:.2e})"
+        )
     return found
 
 
@@ -148,8 +162,11 @@ def write_all(cases: list[Case] = CASES, redraw: set[str] = frozenset()) -> list
             written.append(save_fixture(generate(case), case.directory))
             continue
         fresh = generate(case, stored.kwargs)
-        if (_header(stored) != _header(fresh) or not expected_drift(stored, fresh) <= DRIFT_FRACTION * case.tol
-                or not fingerprint_drift(case, stored, fresh) <= case.tol):
+        if (
+            _header(stored) != _header(fresh)
+            or not expected_drift(stored, fresh) <= DRIFT_FRACTION * case.tol
+            or not fingerprint_drift(case, stored, fresh) <= case.tol
+        ):
             written.append(save_fixture(fresh, case.directory))
     return written
 
@@ -158,6 +175,9 @@ def stale_files(cases: list[Case] = CASES) -> list[Path]:
     """Fixture files on disk that no case makes."""
     known = {(c.directory, c.name) for c in cases}
     return [
-        p for d in (FIXTURES_DIR, HIDDEN_FIXTURES_DIR) if d.exists()
-        for p in sorted(d.glob("*.safetensors")) if (d, p.stem) not in known
+        p
+        for d in (FIXTURES_DIR, HIDDEN_FIXTURES_DIR)
+        if d.exists()
+        for p in sorted(d.glob("*.safetensors"))
+        if (d, p.stem) not in known
     ]

@@ -98,8 +98,9 @@ CHUNK_BYTES = 16 << 20  # at most this much text (a few times more in memory) pe
 PARALLEL_BYTES = 4 << 20  # below this, one process is faster than starting others
 
 
-def count_pretokens_in_file(path: str | os.PathLike, special_tokens: list[str], num_processes: int | None = None
-                            ) -> Counter[bytes]:
+def count_pretokens_in_file(
+    path: str | os.PathLike, special_tokens: list[str], num_processes: int | None = None
+) -> Counter[bytes]:
     """count_pretokens over a whole file, in chunks cut where special tokens start
     (find_chunk_boundaries), counted in `num_processes` processes (default: one per CPU for a
     file of at least PARALLEL_BYTES, else one) and summed."""
@@ -108,7 +109,7 @@ def count_pretokens_in_file(path: str | os.PathLike, special_tokens: list[str], 
         num_processes = min(os.cpu_count() or 1, 1 + size // PARALLEL_BYTES)
     num_chunks = max(num_processes, -(-size // CHUNK_BYTES))
     bounds = find_chunk_boundaries(path, num_chunks, special_tokens)
-    jobs = [(str(path), s, e, list(special_tokens)) for s, e in zip(bounds, bounds[1:])]
+    jobs = [(str(path), s, e, list(special_tokens)) for s, e in zip(bounds, bounds[1:], strict=False)]
     # BEGIN SOLUTION
     total: Counter[bytes] = Counter()
     if num_processes <= 1 or len(jobs) <= 1:

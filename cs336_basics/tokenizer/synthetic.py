@@ -17,10 +17,24 @@ import numpy as np
 Rng = np.random.Generator
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "an", "er", "in", "th", "st", "ou", "qu", "el", "ar"]
-UNICODE_WORDS = ["café", "naïve", "Grüße", "señor", "ελληνικά", "русский", "日本語", "中文字", "한국어", "עברית",
-                 "हिन्दी", "Ωmega", "ﬁne", "Ångström"]
+UNICODE_WORDS = [
+    "café",
+    "naïve",
+    "Grüße",
+    "señor",
+    "ελληνικά",
+    "русский",
+    "日本語",
+    "中文字",
+    "한국어",
+    "עברית",
+    "हिन्दी",
+    "Ωmega",
+    "ﬁne",
+    "Ångström",
+]
 EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "❤️", "🎉", "🤖", "😂😂"]
-PUNCTUATION = [",", ".", "!", "?", "...", "—", ";", ":", "(", ")", "\"", "'s", "'ll", "n't", "'re", "-"]
+PUNCTUATION = [",", ".", "!", "?", "...", "—", ";", ":", "(", ")", '"', "'s", "'ll", "n't", "'re", "-"]
 SPACES = [" ", " ", " ", " ", " ", " ", " ", " ", "  ", "\t", "\n", "\n\n", "   \n", " \n ", "\n    "]
 
 
@@ -43,8 +57,14 @@ def _number(rng: Rng) -> str:
     return f"{rng.integers(1, 1000)},{rng.integers(0, 1000):03d}"
 
 
-def synthetic_text(rng: Rng, n_docs: int, special_tokens: list[str] = (), words_per_doc: tuple[int, int] = (4, 30),
-                   lexicon_size: int = 1000, unicode_share: float = 0.05) -> str:
+def synthetic_text(
+    rng: Rng,
+    n_docs: int,
+    special_tokens: list[str] = (),
+    words_per_doc: tuple[int, int] = (4, 30),
+    lexicon_size: int = 1000,
+    unicode_share: float = 0.05,
+) -> str:
     """n_docs documents of words (Zipf over a drawn lexicon; Unicode words and emoji each with
     probability unicode_share, numbers, punctuation) between runs of whitespace, separated by
     special tokens (once, or twice in a row one time in ten)."""
@@ -57,7 +77,7 @@ def synthetic_text(rng: Rng, n_docs: int, special_tokens: list[str] = (), words_
         kinds, picks = rng.random(n), rng.choice(lexicon_size, size=n, p=zipf)
         others, spaces = rng.integers(0, 1 << 30, size=n), rng.integers(0, len(SPACES), size=n)
         parts = ["Once"]
-        for u, pick, other, space in zip(kinds, picks, others, spaces):
+        for u, pick, other, space in zip(kinds, picks, others, spaces, strict=False):
             if u < unicode_share:
                 word = UNICODE_WORDS[other % len(UNICODE_WORDS)]
             elif u < 2 * unicode_share:

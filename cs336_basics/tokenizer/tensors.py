@@ -60,8 +60,9 @@ NOT_A_TOKEN = -1  # a part that is neither a byte, a special token nor an earlie
 NO_MERGE = -2  # fewer merges than vocab_size leaves room for
 
 
-def bpe_table(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str],
-              vocab_size: int) -> Int[Tensor, " vocab_size_plus_1 3"]:
+def bpe_table(
+    vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str], vocab_size: int
+) -> Int[Tensor, " vocab_size_plus_1 3"]:
     """What train_bpe returned, independent of its choice of ids. Canonical token c is byte c for
     c < 256, special token c - 256 next (S of them), then the result of merge c - 256 - S. Row 0 is
     (len(vocab), len(merges), 0); row 1 + c is (left, right, n) where n counts the vocabulary
@@ -94,7 +95,7 @@ def merges_from_table(table: Tensor, special_tokens: list[str]) -> list[tuple[by
     """The merges a bpe_table describes (its parts spelled out), up to the first that is not one."""
     tokens = [bytes([b]) for b in range(256)] + [s.encode("utf-8") for s in special_tokens]
     merges = []
-    for left, right, _ in table[1 + len(tokens):].tolist():
+    for left, right, _ in table[1 + len(tokens) :].tolist():
         if min(left, right) < 0 or max(left, right) >= len(tokens):
             break
         merges.append((tokens[left], tokens[right]))
@@ -111,8 +112,10 @@ def token_starts(ids: list[int], vocab: dict[int, bytes], text: bytes) -> Int[Te
     for k, i in enumerate(ids):
         token = vocab.get(i)
         if token is None or not token or text[at : at + len(token)] != token:
-            raise ValueError(f"token {k} (id {i}, {token!r}) does not spell the text at byte {at} "
-                             f"({text[at : at + 16]!r}...): the ids do not decode to the text")
+            raise ValueError(
+                f"token {k} (id {i}, {token!r}) does not spell the text at byte {at} "
+                f"({text[at : at + 16]!r}...): the ids do not decode to the text"
+            )
         out[at] = i
         at += len(token)
     if at != len(text):

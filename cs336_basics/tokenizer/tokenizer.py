@@ -31,8 +31,9 @@ class Tokenizer:
         """The special tokens not already in `vocab` are added to it under new ids. Where two ids
         hold the same bytes, encoding gives the smaller."""
         _check_vocab_and_merges(vocab, merges)
-        if special_tokens is not None and (not isinstance(special_tokens, (list, tuple))
-                                           or not all(isinstance(s, str) and s for s in special_tokens)):
+        if special_tokens is not None and (
+            not isinstance(special_tokens, (list, tuple)) or not all(isinstance(s, str) and s for s in special_tokens)
+        ):
             raise TypeError(f"special_tokens must be a list of non-empty str or None, got {special_tokens!r}")
         self.vocab = dict(vocab)
         self.special_tokens = list(dict.fromkeys(special_tokens or []))
@@ -58,8 +59,12 @@ class Tokenizer:
         self._cache: dict[str, list[int]] = {}
 
     @classmethod
-    def from_files(cls, vocab_filepath: str | os.PathLike, merges_filepath: str | os.PathLike,
-                   special_tokens: list[str] | None = None) -> "Tokenizer":
+    def from_files(
+        cls,
+        vocab_filepath: str | os.PathLike,
+        merges_filepath: str | os.PathLike,
+        special_tokens: list[str] | None = None,
+    ) -> "Tokenizer":
         """From GPT-2's file format (also Hugging Face's): vocab.json maps each token, written with
         GPT-2's byte-to-character table (byte_unicode.py), to its id; merges.txt holds one merge per
         line, the two tokens separated by a space (a first line starting with `#version` is skipped)."""
@@ -73,8 +78,9 @@ class Tokenizer:
                     continue
                 parts = line.split(" ")
                 if len(parts) != 2:
-                    raise ValueError(f"{merges_filepath}:{n + 1}: expected two tokens separated by a space, "
-                                     f"got {line!r}")
+                    raise ValueError(
+                        f"{merges_filepath}:{n + 1}: expected two tokens separated by a space, got {line!r}"
+                    )
                 merges.append((from_printable(parts[0]), from_printable(parts[1])))
         return cls(vocab, merges, special_tokens)
 
@@ -101,7 +107,7 @@ class Tokenizer:
         ranks = self.ranks
         while len(ids) > 1:
             best, best_pair = None, None
-            for pair in zip(ids, ids[1:]):
+            for pair in zip(ids, ids[1:], strict=False):
                 found = ranks.get(pair)
                 if found is not None and (best is None or found[0] < best[0]):
                     best, best_pair = found, pair

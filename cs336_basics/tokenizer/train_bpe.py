@@ -29,8 +29,10 @@ def check_training_arguments(input_path, vocab_size: int, special_tokens: list[s
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
     if vocab_size < 256 + len(special_tokens):
-        raise ValueError(f"vocab_size must be at least 256 bytes + {len(special_tokens)} special tokens = "
-                         f"{256 + len(special_tokens)}, got {vocab_size}")
+        raise ValueError(
+            f"vocab_size must be at least 256 bytes + {len(special_tokens)} special tokens = "
+            f"{256 + len(special_tokens)}, got {vocab_size}"
+        )
 
 
 class _Descending:
@@ -71,8 +73,8 @@ def bpe_merges(word_counts: dict[bytes, int], vocab: dict[int, bytes], num_merge
     freqs = list(word_counts.values())
     counts: dict[Pair, int] = defaultdict(int)
     where: dict[Pair, set[int]] = defaultdict(set)  # pair -> the words holding it
-    for w, (word, f) in enumerate(zip(words, freqs)):
-        for pair in zip(word, word[1:]):
+    for w, (word, f) in enumerate(zip(words, freqs, strict=False)):
+        for pair in zip(word, word[1:], strict=False):
             counts[pair] += f
             where[pair].add(w)
     heap = [(-c, _Descending((vocab[a], vocab[b])), a, b) for (a, b), c in counts.items()]
@@ -89,7 +91,7 @@ def bpe_merges(word_counts: dict[bytes, int], vocab: dict[int, bytes], num_merge
         for w in where.pop((a, b)):
             old, f = words[w], freqs[w]
             new = merge_word(old, (a, b), new_id)
-            old_pairs, new_pairs = list(zip(old, old[1:])), list(zip(new, new[1:]))
+            old_pairs, new_pairs = list(zip(old, old[1:], strict=False)), list(zip(new, new[1:], strict=False))
             for pair in old_pairs:
                 delta[pair] -= f
             for pair in new_pairs:

@@ -15,8 +15,22 @@ import sys
 from pathlib import Path
 
 # Docker's default capabilities (moby/oci/caps/defaults.go)
-DOCKER_DEFAULT_CAPS = ("chown", "dac_override", "fsetid", "fowner", "mknod", "net_raw", "setgid", "setuid",
-                       "setfcap", "setpcap", "net_bind_service", "sys_chroot", "kill", "audit_write")
+DOCKER_DEFAULT_CAPS = (
+    "chown",
+    "dac_override",
+    "fsetid",
+    "fowner",
+    "mknod",
+    "net_raw",
+    "setgid",
+    "setuid",
+    "setfcap",
+    "setpcap",
+    "net_bind_service",
+    "sys_chroot",
+    "kill",
+    "audit_write",
+)
 
 
 def available() -> str | None:
@@ -43,9 +57,12 @@ def _exposed_python() -> list[str]:
         if not os.stat(parent).st_mode & 0o001:  # a directory others cannot search: /root
             view = "/mnt"  # an existing directory: the tmpfs on it exists in the namespace only
             inner = base.relative_to(parent).parts[0]
-            lines += [f"mount -t tmpfs -o mode=0755,size=1m tmpfs {view}",
-                      f"mkdir -p {view}/{inner}", f"mount --bind {parent}/{inner} {view}/{inner}",
-                      f"mount --rbind {view} {parent}"]
+            lines += [
+                f"mount -t tmpfs -o mode=0755,size=1m tmpfs {view}",
+                f"mkdir -p {view}/{inner}",
+                f"mount --bind {parent}/{inner} {view}/{inner}",
+                f"mount --rbind {view} {parent}",
+            ]
             break
     return lines
 
@@ -53,12 +70,26 @@ def _exposed_python() -> list[str]:
 def command(argv: list[str]) -> list[str]:
     """argv wrapped to run in the container described above."""
     drop = [c for c in _bounding_caps() if c not in DOCKER_DEFAULT_CAPS]
-    script = "\n".join([
-        "set -e",
-        # the cgroup filesystems read-only, as Docker mounts them
-        "for m in $(awk '$3 ~ /^cgroup2?$/ {print $2}' /proc/self/mounts); do mount -o remount,bind,ro \"$m\"; done",
-        *_exposed_python(),
-        'exec capsh --drop="$CS336_DROP" -- -c \'exec "$@"\' capsh "$@"',
-    ])
-    return ["unshare", "--mount", "--propagation", "private", "--", "env", f"CS336_DROP={','.join('cap_' + c for c in drop)}",
-            "bash", "-c", script, "container", *argv]
+    script = "\n".join(
+        [
+            "set -e",
+            # the cgroup filesystems read-only, as Docker mounts them
+            "for m in $(awk '$3 ~ /^cgroup2?$/ {print $2}' /proc/self/mounts); do mount -o remount,bind,ro \"$m\"; done",
+            *_exposed_python(),
+            'exec capsh --drop="$CS336_DROP" -- -c \'exec "$@"\' capsh "$@"',
+        ]
+    )
+    return [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "env",
+        f"CS336_DROP={','.join('cap_' + c for c in drop)}",
+        "bash",
+        "-c",
+        script,
+        "container",
+        *argv,
+    ]

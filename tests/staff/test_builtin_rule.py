@@ -19,8 +19,25 @@ def pytest_sessionstart(session):  # after jaxtyping's import hook is in place
 def test_public_snapshot_test_fails_a_component_that_calls_its_builtin(tmp_path):
     (tmp_path / "uses_builtin.py").write_text(USES_BUILTIN)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "uses_builtin",
-                           "tests/test_silu.py", "-k", "matches_fixture"], cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "uses_builtin",
+            "tests/test_silu.py",
+            "-k",
+            "matches_fixture",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1, done.stdout[-2000:]
     assert "silu called F.silu: the PyTorch built-in that computes this component" in done.stdout
     summary = done.stdout.splitlines()[-1]

@@ -46,7 +46,9 @@ TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=
 # For the samples that test the sandbox's limits on processes (fork bombs, spinners, lingering and
 # double-forked processes, a gloo group): their components run as the tensor-parallel one does, in
 # a worker of their own that may start processes; every other worker refuses to (seccomp).
-PROCESSES_CONFIG = replace(TEST_CONFIG, starts_processes=TEST_CONFIG.starts_processes | {"embedding", "silu", "lm", "generate"})
+PROCESSES_CONFIG = replace(
+    TEST_CONFIG, starts_processes=TEST_CONFIG.starts_processes | {"embedding", "silu", "lm", "generate"}
+)
 CHEATED = "embedding"  # every cheat below is in this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
 LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
@@ -248,7 +250,8 @@ for d in (os.environ["HOME"], "/tmp"):  # so that the worker can still save its 
 """
 
 
-ESCAPES = """
+ESCAPES = (
+    """
 global _ESCAPED
 import ctypes, fcntl, json, os, socket, sys, threading, time
 if "_ESCAPED" in globals():
@@ -267,7 +270,9 @@ except OSError as e:
     fd = os.open(sys.prefix + "/.lock", os.O_RDONLY)
 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 seen["lock_inode"] = os.fstat(fd).st_ino
-""" + FILL_DISK + """name = lambda: ctypes.CDLL(None).prctl(15, b"LINGER_COMM", 0, 0, 0)
+"""
+    + FILL_DISK
+    + """name = lambda: ctypes.CDLL(None).prctl(15, b"LINGER_COMM", 0, 0, 0)
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -282,6 +287,7 @@ if os.fork() == 0:
     ctypes.CDLL(None).pthread_exit(None)
 raise RuntimeError("ESCAPES" + json.dumps(seen) + "ESCAPES")
 """.replace("LINGER_COMM", LINGER_COMM)
+)
 
 
 # Resource exhaustion, once per worker, in the embedding kernel: a fork bomb (children counted,
@@ -289,7 +295,8 @@ raise RuntimeError("ESCAPES" + json.dumps(seen) + "ESCAPES")
 # left behind stopped (SIGSTOP), the worker's home and /tmp filled, then a memfd written past
 # the worker's memory (RLIMIT_AS does not count a file that is never mapped). What it saw is
 # printed before the memfd: the public failure message shows the output's last lines.
-EXHAUSTS = """
+EXHAUSTS = (
+    """
 global _EXHAUSTED
 import ctypes, json, os, time
 if "_EXHAUSTED" in globals():
@@ -319,7 +326,9 @@ time.sleep(1.0)
 seen["cpus"] = (ticks() - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
 for pid in spinners:  # stopped, not killed: the grader must end them
     os.kill(pid, 19)
-""" + FILL_DISK + """print("EXHAUSTS" + json.dumps(seen) + "EXHAUSTS", flush=True)
+"""
+    + FILL_DISK
+    + """print("EXHAUSTS" + json.dumps(seen) + "EXHAUSTS", flush=True)
 fds = []
 for i in range((MEMFD_MB) // 16):  # 48 MB per memfd: each stays under RLIMIT_FSIZE
     if i % 3 == 0:
@@ -327,6 +336,7 @@ for i in range((MEMFD_MB) // 16):  # 48 MB per memfd: each stays under RLIMIT_FS
     os.write(fds[-1], b"\\1" * (16 << 20))
 return weight[token_ids]
 """.replace("SPIN_COMM", SPIN_COMM).replace("MEMFD_MB", str(CONFIG.limits.resident_mb + 256))
+)
 
 
 # Sockets: silu's worker tries a TCP socket (only the network components' workers may) and a
@@ -368,9 +378,11 @@ def input_digest(token_ids) -> str:
 
 def write_results_cheat(targets: list[Path]) -> str:
     fake = json.dumps({"score": 1000, "tests": []})
-    linger = (f"import time\nfor _ in range(200):\n    for p in {[str(t) for t in targets]!r}:\n"
-              f"        try:\n            open(p, 'w').write({fake!r})\n        except OSError:\n            pass\n"
-              f"    time.sleep(0.1)\n")
+    linger = (
+        f"import time\nfor _ in range(200):\n    for p in {[str(t) for t in targets]!r}:\n"
+        f"        try:\n            open(p, 'w').write({fake!r})\n        except OSError:\n            pass\n"
+        f"    time.sleep(0.1)\n"
+    )
     return f"""
 import os, subprocess, sys
 for target in {[str(t) for t in targets] + ["results.json", "/autograder/results/results.json"]!r}:
@@ -416,7 +428,9 @@ def memorised(tmp: Path) -> Path:
     for name in fixture_names("silu"):
         fx = load_fixture(name)
         x = fx.kwargs["in_features"]
-        table[hashlib.sha256(x.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()] = fx.expected.to(fx.out_dtype)
+        table[hashlib.sha256(x.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()] = fx.expected.to(
+            fx.out_dtype
+        )
     torch.save(table, root / "cs336_basics" / "memorised.pt")
     replace_region(root, "functional.silu", MEMORISED_SILU)
     return root
@@ -429,11 +443,15 @@ def build_samples(tmp: Path) -> dict[str, Path]:
     samples["reference_zip"] = Path(shutil.make_archive(str(tmp / "reference_zip"), "zip", tmp, "reference"))
     samples["memorised_fixtures"] = memorised(tmp)
     root = samples["changes_input"] = sample(tmp, "changes_input")
-    replace_region(root, "functional.rmsnorm", """x_c = x.to(torch.float32)
+    replace_region(
+        root,
+        "functional.rmsnorm",
+        """x_c = x.to(torch.float32)
 out = (x_c * torch.rsqrt(x_c.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.to(torch.float32)).to(x.dtype)
 x.zero_()  # the right output, but the caller's input is gone
 return out
-""")
+""",
+    )
     root = samples["builtin_silu"] = sample(tmp, "builtin_silu")
     replace_region(root, "functional.silu", "return torch.nn.functional.silu(x)\n")
     root = samples["replaces_adapters"] = shutil.copytree(tmp / "handout", tmp / "replaces_adapters")
@@ -571,8 +589,11 @@ def test_grader_kernel_that_changes_its_input_loses_that_component(graded):
     assert scores["rmsnorm"] == 0 and 0 < scores["ffn_block"] < POINTS["ffn_block"]  # its RMSNorm cases only
     fine = unaffected_by("rmsnorm")
     assert {c: scores[c] for c in fine} == {c: float(POINTS[c]) for c in fine}
-    assert all("changed its input in_features in place" in r.output
-               for r in report.results if r.case.component == "rmsnorm" and not r.case.hidden)
+    assert all(
+        "changed its input in_features in place" in r.output
+        for r in report.results
+        if r.case.component == "rmsnorm" and not r.case.hidden
+    )
 
 
 def test_grader_public_cases_are_drawn_anew_and_the_reference_passes_them(tmp_path):
@@ -627,7 +648,9 @@ def test_grader_infinite_loop_loses_only_that_component(graded):
     report = graded["infinite_loop"]
     failures = [r.output[:400] for r in report.results if not r.passed and r.case.component != "softmax"]
     assert report.component_scores() == scores_if_only(*unaffected_by("softmax")), failures
-    assert all(f"CPU time limit of {TEST_CONFIG.limits.cpu_per_component_s:g} s" in o for o in outputs(report, "softmax"))
+    assert all(
+        f"CPU time limit of {TEST_CONFIG.limits.cpu_per_component_s:g} s" in o for o in outputs(report, "softmax")
+    )
 
 
 def test_grader_time_budget_fails_the_components_it_did_not_reach(samples):
@@ -667,7 +690,8 @@ def test_grader_component_calling_its_builtin_scores_zero_naming_it(graded):
     assert all("F.silu" in o and "aten.silu" in o for o in outputs(report, "silu", hidden=False))
     assert all("called a PyTorch built-in silu may not use" in o for o in outputs(report, "silu", hidden=True))
     assert {c: scores[c] for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")} == {
-        c: float(POINTS[c]) for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")}
+        c: float(POINTS[c]) for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")
+    }
 
 
 def test_grader_stub_replacing_the_adapters_module_scores_zero(graded):
@@ -807,8 +831,10 @@ def test_grader_kills_setsid_double_forks_and_zombie_leaders_with_live_threads(g
 
 def test_grader_hidden_failures_do_not_show_expected_values(graded):
     report = graded["patches_comparison"]
-    assert all(o.endswith("wrong output (its shape, dtype or values; the public tests of this component say which)")
-               for o in outputs(report, CHEATED, hidden=True))
+    assert all(
+        o.endswith("wrong output (its shape, dtype or values; the public tests of this component say which)")
+        for o in outputs(report, CHEATED, hidden=True)
+    )
     assert all("worst at index" in o for o in outputs(report, CHEATED, hidden=False))
 
 
@@ -841,7 +867,9 @@ def test_grader_worker_text_is_plain_bounded_and_never_a_staff_note(graded, tmp_
     assert "\x1b" not in summary_table(report)
     assert report.component_scores()["silu"] == 0
     scores = report.component_scores()
-    assert {c: scores[c] for c in ("linear", "gelu", "softmax")} == {c: float(POINTS[c]) for c in ("linear", "gelu", "softmax")}
+    assert {c: scores[c] for c in ("linear", "gelu", "softmax")} == {
+        c: float(POINTS[c]) for c in ("linear", "gelu", "softmax")
+    }
 
 
 def test_grader_unsafe_zip_scores_zero_with_a_message(graded):
@@ -897,8 +925,9 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     # memory (memfd past the limit), disk (fills its home and /tmp), processes (fork bomb, CPU
     # spinners), all while the others are graded
     shutil.copytree(samples["exhausts"], inbox / "carol")
-    reports = grade_all(inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=PROCESSES_CONFIG,
-                        echo=lambda line: None)
+    reports = grade_all(
+        inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=PROCESSES_CONFIG, echo=lambda line: None
+    )
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
     partial = sum(POINTS[c] for c in ("linear", "silu", "rmsnorm", "rope"))
     assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score", "review"])
@@ -918,8 +947,15 @@ def test_grader_autograder_bundle_has_scripts_and_grading_files(gradescope_run):
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
     hidden = {c.path.name for c in graded_cases(CONFIG.components) if c.hidden}
     assert hidden and {f"hidden_fixtures/{n}" for n in hidden} <= set(modes)
-    for name in ("pyproject.toml", "uv.lock", "tests/adapters.py", "cs336_basics/staff/grading.toml",
-                 "cs336_basics/staff/grader/grade.py", "cs336_basics/staff/cases.py", "fixtures/linear.safetensors"):
+    for name in (
+        "pyproject.toml",
+        "uv.lock",
+        "tests/adapters.py",
+        "cs336_basics/staff/grading.toml",
+        "cs336_basics/staff/grader/grade.py",
+        "cs336_basics/staff/cases.py",
+        "fixtures/linear.safetensors",
+    ):
         assert name in modes
     assert not any("__pycache__" in n for n in modes)
     assert [n for n in modes if n.startswith("tests/")] == ["tests/adapters.py"]
@@ -1072,9 +1108,11 @@ def test_grader_home_mounts_of_a_killed_grader_are_detached_at_the_next_start(tm
 
     home = tmp_path / "home"
     home.mkdir()
-    code = (f"import os, signal; from pathlib import Path; from cs336_basics.staff.grader import sandbox, config\n"
-            f"assert sandbox.mount_home(Path({str(home)!r}), 12345, config.Limits())\n"
-            f"os.kill(os.getpid(), signal.SIGKILL)")
+    code = (
+        f"import os, signal; from pathlib import Path; from cs336_basics.staff.grader import sandbox, config\n"
+        f"assert sandbox.mount_home(Path({str(home)!r}), 12345, config.Limits())\n"
+        f"os.kill(os.getpid(), signal.SIGKILL)"
+    )
     subprocess.run([sys.executable, "-c", code], check=False)
 
     def mounted():
@@ -1093,7 +1131,9 @@ def test_grader_command_refuses_naming_each_missing_mechanism_unless_told(monkey
     for argv in (["grade", str(tmp_path), "--results", str(tmp_path / "r.json")], ["grade-all", str(tmp_path)]):
         assert main(argv) == 2
         err = capsys.readouterr().err
-        assert "refusing to grade" in err and "cgroup memory/pids/cpu: no controller" in err and "seccomp: EINVAL" in err
+        assert (
+            "refusing to grade" in err and "cgroup memory/pids/cpu: no controller" in err and "seccomp: EINVAL" in err
+        )
     assert not (tmp_path / "r.json").exists()
     assert cli._refuse_without_sandbox(type("Args", (), {"allow_unsandboxed": True})()) is None
 

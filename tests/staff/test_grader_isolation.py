@@ -27,7 +27,7 @@ from cs336_basics.staff.grader import autograder, cgroup, preflight, runner, san
 from cs336_basics.staff.grader.cases import REPO, graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import CaseResult, GradeReport, grade
-from cs336_basics.staff.grader.report import to_gradescope, write_results
+from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.handout import build_handout, restore_solutions
 from tests.staff import container
 
@@ -85,11 +85,19 @@ def scratch(tmp_path) -> Path:
 def test_grader_max_scores_add_up_exactly_to_each_component_and_the_total():
     cases = graded_cases(CONFIG.components)
     count = {c: sum(k.component == c for k in cases) for c in CONFIG.points}
-    results = [CaseResult(k, True, "passed", Fraction(CONFIG.points[k.component]) / count[k.component],
-                          Fraction(CONFIG.points[k.component]) / count[k.component]) for k in cases]
+    results = [
+        CaseResult(
+            k,
+            True,
+            "passed",
+            Fraction(CONFIG.points[k.component]) / count[k.component],
+            Fraction(CONFIG.points[k.component]) / count[k.component],
+        )
+        for k in cases
+    ]
     tests = to_gradescope(GradeReport("x", results, dict(CONFIG.points)))["tests"]
     for component, points in CONFIG.points.items():
-        shares = [t["max_score"] for t, r in zip(tests, results) if r.case.component == component]
+        shares = [t["max_score"] for t, r in zip(tests, results, strict=False) if r.case.component == component]
         assert sum(shares) == points and sum(reversed(shares)) == points  # floats, in either order
         assert max(shares) - min(shares) <= 1 / 512  # shared equally, to the rounding
     assert sum(t["max_score"] for t in tests) == CONFIG.max_score
@@ -109,7 +117,8 @@ def _fake_cgroup2(root: Path, monkeypatch) -> Path:
     (mount / "grading" / "memory.stat").write_text("anon 314572800\nfile 209715200\nshmem 1048576\n")
     (mount / "grading" / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n")
     (root / "mountinfo").write_text(
-        f"29 23 0:26 / {mount} rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n")
+        f"29 23 0:26 / {mount} rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
+    )
     (root / "cgroup").write_text("0::/grading\n")
     monkeypatch.setattr(cgroup, "MOUNTINFO", str(root / "mountinfo"))
     monkeypatch.setattr(cgroup, "PROC_CGROUP", str(root / "cgroup"))
@@ -266,7 +275,7 @@ def graded_hostile(tmp):
     watcher.start()
     try:
         with ThreadPoolExecutor(max_workers=3) as pool:
-            reports = dict(zip(names, pool.map(lambda n: grade(samples[n], TEST_CONFIG), names)))
+            reports = dict(zip(names, pool.map(lambda n: grade(samples[n], TEST_CONFIG), names), strict=False))
     finally:
         done.set()
         watcher.join()
@@ -331,8 +340,12 @@ def _leftovers(scratch: Path) -> dict:
             procs.append(f"{pid} (parent {status['PPid'].strip()}, {status['State'].strip()})")
     mounts = [line.split()[4] for line in open("/proc/self/mountinfo") if line.split()[4].startswith(str(scratch))]
     grading = os.listdir(scratch)
-    return {"processes": procs, "mounts": mounts, "sysv": sorted(_sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}),
-            "grading dirs": grading}
+    return {
+        "processes": procs,
+        "mounts": mounts,
+        "sysv": sorted(_sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}),
+        "grading dirs": grading,
+    }
 
 
 @ROOT_ONLY
@@ -364,9 +377,13 @@ def test_grader_hanging_everywhere_ends_within_one_budget_and_leaves_nothing(tmp
 def test_grader_workers_die_with_a_killed_grader(tmp, scratch):
     sample = tmp / "hangs_everywhere" if (tmp / "hangs_everywhere").exists() else hostile(tmp, "hangs_everywhere")
     assert not _leftovers(scratch)["processes"]
-    grader = subprocess.Popen([sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(sample),
-                               "--results", str(tmp / "killed.json")], cwd=REPO, env=dict(os.environ, TMPDIR=str(scratch)),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(sample), "--results", str(tmp / "killed.json")],
+        cwd=REPO,
+        env=dict(os.environ, TMPDIR=str(scratch)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(6000):  # until its first worker started the sleeper (the grader's own startup: seconds)
             if _leftovers(scratch)["processes"] or grader.poll() is not None:
@@ -410,7 +427,11 @@ def _fake_autograder(tmp: Path, name: str, submission: Path) -> tuple[Path, dict
 @pytest.mark.skipif(container.available() is not None, reason=str(container.available()))
 @pytest.mark.parametrize("name", ["reference", "handout", "reads_bundle_fixtures", "sysv_ipc_survives", "tcp_buffers"])
 def test_grader_grades_under_docker_default_capabilities(tmp, name):
-    submission = tmp / name if name in ("reference", "handout") else (tmp / name if (tmp / name).exists() else hostile(tmp, name))
+    submission = (
+        tmp / name
+        if name in ("reference", "handout")
+        else (tmp / name if (tmp / name).exists() else hostile(tmp, name))
+    )
     run, env = _fake_autograder(tmp, f"docker-{name}", submission)
     done = subprocess.run(container.command([str(run)]), env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -441,8 +462,12 @@ def test_grader_container_out_of_memory_is_the_grader_s_problem_not_the_student_
     assert "container ran out of memory" in failed["parallel"].message.replace("container's", "container")
     cases = [c for c in graded_cases(CONFIG.components) if c.component == "parallel"]
     each = Fraction(CONFIG.points["parallel"]) / len(cases)
-    report = GradeReport("x", [CaseResult(c, True, failed["parallel"].message, each, each) for c in cases],
-                         dict(CONFIG.points), grader_problems=[c.name for c in cases])
+    report = GradeReport(
+        "x",
+        [CaseResult(c, True, failed["parallel"].message, each, each) for c in cases],
+        dict(CONFIG.points),
+        grader_problems=[c.name for c in cases],
+    )
     results = to_gradescope(report)
     assert results["score"] == CONFIG.points["parallel"]  # awarded, not docked
     assert "ran out of memory" in results["output"] and "not taken from you" in results["output"]

@@ -47,15 +47,33 @@ def pytest_collection_modifyitems(items):
 def _start(args: list[str], cwd: Path, log: Path, probe_dir: Path | None = None) -> subprocess.Popen:
     """Start args in cwd with output to the file `log` (a pipe could fill up and block the child)."""
     path = [str(cwd)] + ([str(probe_dir)] if probe_dir else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), PYTHONDONTWRITEBYTECODE="1", PROBE_OUT=str(log.with_suffix(".ids")))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(path),
+        PYTHONDONTWRITEBYTECODE="1",
+        PROBE_OUT=str(log.with_suffix(".ids")),
+    )
     env.pop("PYTEST_ADDOPTS", None)
     with open(log, "w") as out:
         return subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 def _pytest(root: Path, reports: Path, name: str, *args: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider", "-p", "handout_probe",
-           f"--junitxml={reports / name}.xml", "-o", "junit_family=xunit1", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "--tb=short",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "handout_probe",
+        f"--junitxml={reports / name}.xml",
+        "-o",
+        "junit_family=xunit1",
+        *args,
+    ]
     return _start(cmd, root, reports / f"{name}.log", probe_dir=reports)
 
 
@@ -85,8 +103,11 @@ def runs(handout, tmp_path_factory) -> dict:
     reports = tmp_path_factory.mktemp("reports")
     (reports / "handout_probe.py").write_text(PROBE)
     procs = {
-        "import": _start([sys.executable, "-c", "import cs336_basics, cs336_basics.nn; print(cs336_basics.__file__)"],
-                         handout, reports / "import.log"),
+        "import": _start(
+            [sys.executable, "-c", "import cs336_basics, cs336_basics.nn; print(cs336_basics.__file__)"],
+            handout,
+            reports / "import.log",
+        ),
         "stub": _pytest(handout, reports, "stub", *SNAPSHOT),
         "restored": _pytest(restored, reports, "restored", *RESTORED_SELECTION),
     }
@@ -120,7 +141,9 @@ def test_handout_snapshot_tests_of_every_component_fail_with_not_implemented(run
     for component in H.COMPONENTS:
         snapshot = {n: r for n, r in runs["stub_results"].items() if f"::test_{component}_matches_fixture[" in n}
         assert snapshot, f"no snapshot test for {component}"
-        wrong = {n: m[:200] for n, (o, m) in snapshot.items() if o != "failure" or not m.startswith("NotImplementedError")}
+        wrong = {
+            n: m[:200] for n, (o, m) in snapshot.items() if o != "failure" or not m.startswith("NotImplementedError")
+        }
         assert not wrong, wrong
 
 
@@ -164,7 +187,7 @@ def test_handout_restore_of_one_component_leaves_the_other_stubs(handout, tmp_pa
     restored = H.restore_solutions(partial, REPO, select=lambda r: r.component == "rmsnorm")
     assert {r.qualname for r in restored} == {"functional.rmsnorm", "RMSNorm.__init__", "RMSNorm.forward"}
     text = (partial / "cs336_basics/nn/functional.py").read_text()
-    assert H.BEGIN in text and "raise NotImplementedError(\"Implement functional.swiglu_ffn" in text
+    assert H.BEGIN in text and 'raise NotImplementedError("Implement functional.swiglu_ffn' in text
 
 
 def _distinctive_solution_lines() -> set[str]:
@@ -207,9 +230,15 @@ def test_handout_refers_to_no_staff_module_or_missing_file(handout):
     texts = {p.relative_to(handout): p.read_text() for p in handout.rglob("*") if p.suffix in (".py", ".md", ".toml")}
     assert [f for f, text in texts.items() if "cs336_basics.staff" in text or "tests/staff" in text] == []
     prose = [t for f, t in texts.items() if f.suffix == ".md"]  # the docs; test data may name files on purpose
-    prose += [line for f, t in texts.items() if f.suffix == ".py" for line in t.splitlines() if line.lstrip().startswith("#")]
+    prose += [
+        line for f, t in texts.items() if f.suffix == ".py" for line in t.splitlines() if line.lstrip().startswith("#")
+    ]
     prose += [ast.get_docstring(ast.parse(t)) or "" for f, t in texts.items() if f.suffix == ".py"]
-    named = {Path(m) for text in prose for m in re.findall(r"\b((?:tests|cs336_basics|fixtures)/[\w/.]+\.(?:py|md|safetensors))", text)}
+    named = {
+        Path(m)
+        for text in prose
+        for m in re.findall(r"\b((?:tests|cs336_basics|fixtures)/[\w/.]+\.(?:py|md|safetensors))", text)
+    }
     assert named and [n for n in named if not (handout / n).exists()] == []
 
 
@@ -244,8 +273,13 @@ def test_handout_dev_group_has_only_what_the_shipped_tests_need(handout):
 
 def test_handout_cli_offers_the_student_commands(handout):
     code = "from cs336_basics.cli import main; main(['--help'])"
-    done = subprocess.run([sys.executable, "-c", code], cwd=handout, env=dict(os.environ, PYTHONPATH=str(handout)),
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=handout,
+        env=dict(os.environ, PYTHONPATH=str(handout)),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert "{status,submit,generate}" in done.stdout
     scripts = tomllib.loads((handout / "pyproject.toml").read_text())["project"]["scripts"]
@@ -289,11 +323,15 @@ def test_handout_smollm2_answers_paris_like_the_reference_and_skips_until_every_
     shutil.copytree(handout, restored)
     H.restore_solutions(restored, REPO)
     (tmp_path / "handout_probe.py").write_text(PROBE)
-    procs = {name: _pytest(root, tmp_path, name, "-k", "smollm2_answers", "-rs")
-             for name, root in (("stub_smollm2", handout), ("restored_smollm2", restored))}
+    procs = {
+        name: _pytest(root, tmp_path, name, "-k", "smollm2_answers", "-rs")
+        for name, root in (("stub_smollm2", handout), ("restored_smollm2", restored))
+    }
     logs = {name: (p.wait(), (tmp_path / f"{name}.log").read_text()) for name, p in procs.items()}
     stub = _results(tmp_path / "stub_smollm2.xml", handout)
-    assert logs["stub_smollm2"][0] == 0 and [o for o, _ in stub.values()] == ["skipped"], logs["stub_smollm2"][1][-2000:]
+    assert logs["stub_smollm2"][0] == 0 and [o for o, _ in stub.values()] == ["skipped"], logs["stub_smollm2"][1][
+        -2000:
+    ]
     assert "not implemented" in logs["stub_smollm2"][1], logs["stub_smollm2"][1][-2000:]
     done = _results(tmp_path / "restored_smollm2.xml", restored)
     assert [o for o, _ in done.values()] == ["passed"], logs["restored_smollm2"][1][-2000:]

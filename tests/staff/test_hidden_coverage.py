@@ -37,13 +37,17 @@ def test_case_names_and_seeds_are_unique_and_hidden_seeds_apart_from_public():
     names = [c.name for c in CASES]
     assert len(names) == len(set(names))
     seeds = [c.seed for c in CASES]
-    assert len(seeds) == len(set(seeds)) and min(c.seed for c in HIDDEN_CASES) >= 1000 > max(c.seed for c in PUBLIC_CASES)
+    assert len(seeds) == len(set(seeds)) and min(c.seed for c in HIDDEN_CASES) >= 1000 > max(
+        c.seed for c in PUBLIC_CASES
+    )
 
 
 def test_case_names_mention_no_other_component():
     # `pytest -k <component>` must select only that component's tests
     clashes = [
-        (c.name, other) for c in CASES for other in COMPONENTS
+        (c.name, other)
+        for c in CASES
+        for other in COMPONENTS
         if other != c.component and other not in c.component and other in c.name
     ]
     assert clashes == []

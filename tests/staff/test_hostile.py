@@ -57,7 +57,8 @@ def declared(name: str) -> tuple[str, set[str]]:
     component = readme_field(name, "component")
     expected = {e.strip() for e in readme_field(name, "expected").split(",")}
     assert expected and expected <= {"score 0", "flagged", "no execution_time", "formula escaped"}, (
-        f"{name}: unknown expectation {expected}")
+        f"{name}: unknown expectation {expected}"
+    )
     return component, expected
 
 
@@ -68,8 +69,11 @@ def runs(name: str) -> list[str]:
 
 def overlays(name: str) -> list[Path]:
     root = SAMPLES_DIR / name
-    return sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file() and p.name != "README.md"
-                  and "__pycache__" not in p.parts)
+    return sorted(
+        p.relative_to(root)
+        for p in root.rglob("*")
+        if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts
+    )
 
 
 def build(name: str, reference: Path, out: Path) -> Path:
@@ -111,8 +115,11 @@ def graded(tmp_path_factory) -> dict[str, GradeReport]:
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {name: pool.submit(grade_one, path, *runs(name)) for name, path in paths.items()}
         futures["reference"] = pool.submit(grade_one, reference, "silu", "rmsnorm")
-        futures |= {name: pool.submit(grade_all_as, name, reference, tmp) for name in SAMPLES
-                    if "formula escaped" in declared(name)[1]}
+        futures |= {
+            name: pool.submit(grade_all_as, name, reference, tmp)
+            for name in SAMPLES
+            if "formula escaped" in declared(name)[1]
+        }
         return {name: f.result() for name, f in futures.items()}
 
 
@@ -140,10 +147,14 @@ def test_hostile_sample_is_contained(graded, name):
     report = graded[name]
     assert report.points == {c: CONFIG.points[c] for c in runs(name)}
     if "score 0" in expected:
-        assert report.component_scores()[component] == 0, (
-            f"{name}: {describe(report)}\n" + "\n".join(r.output for r in report.results))
-    overlay_lines = {(str(rel), line.strip()) for rel in overlays(name)
-                     for line in (SAMPLES_DIR / name / rel).read_text().splitlines()}
+        assert report.component_scores()[component] == 0, f"{name}: {describe(report)}\n" + "\n".join(
+            r.output for r in report.results
+        )
+    overlay_lines = {
+        (str(rel), line.strip())
+        for rel in overlays(name)
+        for line in (SAMPLES_DIR / name / rel).read_text().splitlines()
+    }
     if "flagged" in expected:  # with the line: one of the overlay's own lines
         assert report.review, f"{name}: nothing flagged for review ({describe(report)})"
         assert all((f.path, f.code) in overlay_lines for f in report.review), describe(report)
@@ -177,10 +188,15 @@ if __name__ == "__main__":
         reference = build_reference(Path(tmp))
         for name in names:
             if "formula escaped" in declared(name)[1]:
-                print(f"{name:<22} gradebook row: {open(grade_all_as(name, reference, Path(tmp))).read().splitlines()[1]}")
+                print(
+                    f"{name:<22} gradebook row: {open(grade_all_as(name, reference, Path(tmp))).read().splitlines()[1]}"
+                )
                 continue
             report = grade_one(build(name, reference, Path(tmp)), *runs(name))
-            print(f"{name:<22} {describe(report)}; execution_time {to_gradescope(report).get('execution_time')}", flush=True)
+            print(
+                f"{name:<22} {describe(report)}; execution_time {to_gradescope(report).get('execution_time')}",
+                flush=True,
+            )
             for r in report.results:
                 if not r.passed:
                     print(f"    {r.case.name}: {r.output.splitlines()[0][:150]}")

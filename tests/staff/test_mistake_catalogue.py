@@ -32,6 +32,8 @@ def _ranks_inherit_the_patch(monkeypatch):
     """A mistake is patched into this process; the tensor-parallel ranks see it only if they are
     forked from it (the launcher picks a forkserver when this process has other threads)."""
     monkeypatch.setenv(START_METHOD_ENV, "fork")
+
+
 WRONG_OUTPUT = "wrong output"
 
 
@@ -80,7 +82,11 @@ def first_failure_names(mistake) -> list[str] | None:
 # Mistakes whose every failing case raises before an output exists: nothing to name by value.
 # (parallel-wrong_shard_axis: a shard along the wrong axis has the transposed shape even for a
 # square weight, so loading it raises a ValueError naming both shapes.)
-RAISES_ONLY = {"linear-crash_on_2d_or_4d_input", "parallel-wrong_shard_axis", "tokenizer-decode_raises_on_split_character"}
+RAISES_ONLY = {
+    "linear-crash_on_2d_or_4d_input",
+    "parallel-wrong_shard_axis",
+    "tokenizer-decode_raises_on_split_character",
+}
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
@@ -89,8 +95,11 @@ def test_catalogue_mistake_fails_a_snapshot_test(mistake):
         assert failures(mistake.raises, first_for=mistake.component), f"no snapshot test catches {mistake.name}"
 
 
-@pytest.mark.parametrize("mistake", [m for m in MISTAKES if m.name not in RAISES_ONLY],
-                         ids=[m.name for m in MISTAKES if m.name not in RAISES_ONLY])
+@pytest.mark.parametrize(
+    "mistake",
+    [m for m in MISTAKES if m.name not in RAISES_ONLY],
+    ids=[m.name for m in MISTAKES if m.name not in RAISES_ONLY],
+)
 def test_catalogue_mistake_is_named_by_its_component_s_first_failing_snapshot_test(mistake):
     with mistake.applied():
         named = first_failure_names(mistake)
@@ -119,8 +128,11 @@ def _parallel_layer_failures(world_size: int = 2) -> list[str]:
     return sorted(set(fails))
 
 
-@pytest.mark.parametrize("mistake, caught_by", PARALLEL_MISTAKES_BEYOND_SNAPSHOTS,
-                         ids=[m.name for m, _ in PARALLEL_MISTAKES_BEYOND_SNAPSHOTS])
+@pytest.mark.parametrize(
+    "mistake, caught_by",
+    PARALLEL_MISTAKES_BEYOND_SNAPSHOTS,
+    ids=[m.name for m, _ in PARALLEL_MISTAKES_BEYOND_SNAPSHOTS],
+)
 def test_catalogue_parallel_mistake_beyond_snapshots_fails_a_layer_test(mistake, caught_by):
     assert _parallel_layer_failures() == []  # the reference passes them all
     with mistake.applied():
@@ -142,7 +154,9 @@ def test_catalogue_mistake_fails_the_grader_s_fresh_draw_of_a_case_it_fails(mist
             actual = getattr(adapters, fresh.adapter)(**fresh.kwargs)
         except mistake.raises:
             return
-    assert not compare(actual, fresh.expected, fresh.tol, out_dtype=fresh.out_dtype).ok, f"{mistake.name} passes {case}'s fresh draw"
+    assert not compare(actual, fresh.expected, fresh.tol, out_dtype=fresh.out_dtype).ok, (
+        f"{mistake.name} passes {case}'s fresh draw"
+    )
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
@@ -153,7 +167,11 @@ def test_catalogue_correct_variant_passes_every_snapshot_test(variant):
 
 def test_catalogue_names_nothing_for_the_reference_or_a_correct_variant():
     outputs = {name: getattr(adapters, fx.adapter)(**fx.kwargs) for name, fx in FIXTURES.items()}
-    assert {name: likely_mistakes(out, FIXTURES[name]) for name, out in outputs.items() if likely_mistakes(out, FIXTURES[name])} == {}
+    assert {
+        name: likely_mistakes(out, FIXTURES[name])
+        for name, out in outputs.items()
+        if likely_mistakes(out, FIXTURES[name])
+    } == {}
 
 
 if __name__ == "__main__":  # uv run python -m tests.staff.test_mistake_catalogue: which cases catch what
@@ -164,5 +182,7 @@ if __name__ == "__main__":  # uv run python -m tests.staff.test_mistake_catalogu
             first = first_failure_names(patch) if patch in MISTAKES else None
         named += bool(first) and patch.diagnosis in first
         kind = "mistake" if patch in MISTAKES else "variant"
-        print(f"{kind:8s} {patch.name:44s} fails {len(caught):2d}: {', '.join(f'{c} ({how})' for c, how in caught.items())}")
+        print(
+            f"{kind:8s} {patch.name:44s} fails {len(caught):2d}: {', '.join(f'{c} ({how})' for c, how in caught.items())}"
+        )
     print(f"named by the first failure of their component: {named} of {len(MISTAKES)}")

@@ -120,8 +120,13 @@ def _run_with_broken(tmp_path, cls: str, *test_files: str) -> tuple[list[str], s
     (tmp_path / "broken.py").write_text(BROKEN.format(cls=cls))
     # the patch is made in the pytest process: the ranks see it only if they are forked from it
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]), **{START_METHOD_ENV: "fork"})
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "broken", "-rf", *test_files],
-                          cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "broken", "-rf", *test_files],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     failed = sorted(line.split()[1].split("::")[1] for line in done.stdout.splitlines() if line.startswith("FAILED"))
     return failed, done.stdout
 
@@ -130,13 +135,17 @@ def test_parallel_fixture_tests_report_each_case_on_its_own_when_one_case_raises
     # tests/test_parallel_adapters.py runs every case in one launch; a case that raises must fail
     # only its own test (and the FFN's, which uses a row-parallel layer), with its own error
     failed, out = _run_with_broken(tmp_path, "RowParallelLinear", "tests/test_parallel_adapters.py")
-    assert failed == ["test_parallel_matches_fixture[parallel_ffn]", "test_parallel_matches_fixture[parallel_row]"], out[-3000:]
+    assert failed == ["test_parallel_matches_fixture[parallel_ffn]", "test_parallel_matches_fixture[parallel_row]"], (
+        out[-3000:]
+    )
     assert out.count("RowParallelLinear forward not written yet") >= 2
     assert "2 passed" in out.splitlines()[-1]
 
 
 def test_parallel_unfinished_heads_class_fails_only_the_heads_test(tmp_path):
     # the layer checks and the attention split by head share one launch
-    failed, out = _run_with_broken(tmp_path, "ParallelAttention", "tests/test_parallel_layers.py", "tests/test_parallel_heads.py")
+    failed, out = _run_with_broken(
+        tmp_path, "ParallelAttention", "tests/test_parallel_layers.py", "tests/test_parallel_heads.py"
+    )
     assert failed == ["test_parallel_heads_split_equals_one_process"], out[-3000:]
     assert "ParallelAttention forward not written yet" in out

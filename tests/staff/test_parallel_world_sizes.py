@@ -79,7 +79,9 @@ def test_parallel_row_adapter_matches_builtin():
 
 @pytest.mark.parametrize("world_size", ALL_SIZES, ids=_ids)
 def test_parallel_ffn_adapter_matches_builtin(world_size):
-    w1, w2, w3 = (rand(*s, seed=seed, std=0.3, dtype=torch.float32) for s, seed in (((24, 16), 5), ((16, 24), 6), ((24, 16), 7)))
+    w1, w2, w3 = (
+        rand(*s, seed=seed, std=0.3, dtype=torch.float32) for s, seed in (((24, 16), 5), ((16, 24), 6), ((24, 16), 7))
+    )
     x = rand(2, 3, 16, seed=8, dtype=torch.float32)
     y = run_parallel_swiglu(16, 24, world_size, w1, w2, w3, x)
     assert_close(y, oracles.swiglu_ffn(x, w1, w2, w3), TOL_ADAPTERS, f"parallel FFN, W={world_size}")
@@ -173,7 +175,9 @@ def _measure() -> None:
     for world_size in ALL_SIZES:
         for kind, dtype in layers.CASES:
             got, want = P.ours(kind, world_size, dtype), dtensor(kind, world_size, dtype)
-            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [(got["dw"][k], want["dw"][k]) for k in want["dw"]]
+            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
+                (got["dw"][k], want["dw"][k]) for k in want["dw"]
+            ]
             worst[dtype] = max(worst.get(dtype, 0.0), max(float(scaled_error(a, b).max()) for a, b in pairs))
     for dtype, err in worst.items():
         print(f"ours vs DTensor {dtype!s:14s} {err:.2e}")

@@ -29,17 +29,17 @@ from ..test_dtypes import DTYPES, KERNELS, inputs
 # half precision: ours rounds W1 x (and W2 h) to the dtype before adding the bias, torch's addmm
 # rounds once, e.g. bf16 max scaled error vs float64 truth 1.4e-2 (ours) vs 4.8e-3 (torch).
 FLOOR = {  #                float32   float64   bfloat16  float16
-    "linear":           dict(zip(DTYPES, (2.8e-7,  5.3e-16, 0.0,     0.0), strict=True)),
-    "embedding":        dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
-    "silu":             dict(zip(DTYPES, (1.1e-7,  1.8e-16, 0.0,     1.9e-4), strict=True)),
-    "gelu":             dict(zip(DTYPES, (3.2e-6,  6.3e-16, 5.7e-5,  2.7e-4), strict=True)),
-    "gelu_tanh":        dict(zip(DTYPES, (3.8e-7,  4.9e-16, 3.0e-7,  2.6e-4), strict=True)),
-    "relu":             dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
-    "swiglu":           dict(zip(DTYPES, (9.4e-7,  1.7e-15, 0.0,     8.5e-5), strict=True)),
-    "positionwise_ffn": dict(zip(DTYPES, (7.1e-7,  1.1e-15, 1.9e-2,  2.7e-3), strict=True)),
-    "rmsnorm":          dict(zip(DTYPES, (0.0,     0.0,     0.0,     0.0), strict=True)),
-    "layernorm":        dict(zip(DTYPES, (6.7e-7,  1.1e-15, 1.3e-3,  5.3e-4), strict=True)),
-    "softmax":          dict(zip(DTYPES, (2.3e-7,  5.4e-16, 2.9e-3,  5.3e-4), strict=True)),
+    "linear": dict(zip(DTYPES, (2.8e-7, 5.3e-16, 0.0, 0.0), strict=True)),
+    "embedding": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
+    "silu": dict(zip(DTYPES, (1.1e-7, 1.8e-16, 0.0, 1.9e-4), strict=True)),
+    "gelu": dict(zip(DTYPES, (3.2e-6, 6.3e-16, 5.7e-5, 2.7e-4), strict=True)),
+    "gelu_tanh": dict(zip(DTYPES, (3.8e-7, 4.9e-16, 3.0e-7, 2.6e-4), strict=True)),
+    "relu": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
+    "swiglu": dict(zip(DTYPES, (9.4e-7, 1.7e-15, 0.0, 8.5e-5), strict=True)),
+    "positionwise_ffn": dict(zip(DTYPES, (7.1e-7, 1.1e-15, 1.9e-2, 2.7e-3), strict=True)),
+    "rmsnorm": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
+    "layernorm": dict(zip(DTYPES, (6.7e-7, 1.1e-15, 1.3e-3, 5.3e-4), strict=True)),
+    "softmax": dict(zip(DTYPES, (2.3e-7, 5.4e-16, 2.9e-3, 5.3e-4), strict=True)),
 }
 
 cases = st.fixed_dictionaries(

@@ -16,6 +16,7 @@ from ..test_dtypes import EPS, F64, HALF, NAMES, inputs
 # cast_before_gain=True (Meta llama, HF LlamaRMSNorm): cast the normalised value, then multiply
 # by the gain in the input dtype.
 
+
 def _llama_rmsnorm(x, g, eps=EPS):
     """Hugging Face LlamaRMSNorm.forward, written out (importing transformers takes ~18 s)."""
     h = x.to(torch.float32)
@@ -73,5 +74,3 @@ def test_rmsnorm_default_cast_order_is_at_least_as_accurate_in_bf16():
     _, _, err_default, err_llama = _rmsnorm_bf16_cast_order_errors()
     assert float(err_default.max()) < float(err_llama.max())  # 3.00e-3 < 5.09e-3
     assert float(err_default.mean()) < float(err_llama.mean())  # 4.8e-4 < 6.6e-4
-
-

@@ -15,7 +15,11 @@ from .._helpers import assert_close
 from ..test_smollm2 import PARIS_ANSWER_IDS, capital_of_france_answer, chat_ids
 
 pytestmark = pytest.mark.smollm2
-PROMPTS = ["What is the capital of France?", "Write a haiku about the sea.", "List three prime numbers greater than 100."]
+PROMPTS = [
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "List three prime numbers greater than 100.",
+]
 # Measured (`uv run python -m tests.test_smollm2`): max scaled error 7.8e-6 (max abs 8.2e-5 on
 # logits up to ~40) over the chat-formatted PROMPTS, float32, the same dequantized weights.
 LOGIT_TOL = tolerance(7.8e-6)

@@ -68,8 +68,13 @@ def handout(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("submit") / "handout"
     build_handout(root, lock=False)
     restore_solutions(root, REPO)
-    done = subprocess.run([sys.executable, "-m", "cs336_basics.cli", "submit", "--no-tests"], cwd=root,
-                          env=_env(root), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "cs336_basics.cli", "submit", "--no-tests"],
+        cwd=root,
+        env=_env(root),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert "wrote " in done.stdout and "submission.zip" in done.stdout
     return root
@@ -86,13 +91,27 @@ def graded(handout, folder_zip, tmp_path_factory) -> dict:
     graded here: {"cli": (exit code, console, results.json), "whole_folder": GradeReport}."""
     tmp = tmp_path_factory.mktemp("graded")
     results = tmp / "results.json"
-    cli = subprocess.Popen([sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(handout / "submission.zip"),
-                            "--results", str(results)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cs336_basics.staff.cli",
+            "grade",
+            str(handout / "submission.zip"),
+            "--results",
+            str(results),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     report = grade(folder_zip, TEST_CONFIG)
     console, _ = cli.communicate(timeout=300)
-    return {"cli": (cli.returncode, console, json.loads(results.read_text()) if results.exists() else None),
-            "whole_folder": report}
+    return {
+        "cli": (cli.returncode, console, json.loads(results.read_text()) if results.exists() else None),
+        "whole_folder": report,
+    }
 
 
 def test_submission_zip_of_cs336_submit_holds_only_the_package(handout):
@@ -119,7 +138,9 @@ def test_submission_whole_folder_zip_with_a_large_venv_grades_the_same(graded):
 def test_submission_whole_folder_zip_extracts_only_the_package(handout, folder_zip, tmp_path):
     package = sub.unpack(folder_zip, tmp_path / "scratch")
     assert package == tmp_path / "scratch" / TOP / "cs336_basics"
-    extracted = {p.relative_to(tmp_path / "scratch").as_posix() for p in (tmp_path / "scratch").rglob("*") if p.is_file()}
+    extracted = {
+        p.relative_to(tmp_path / "scratch").as_posix() for p in (tmp_path / "scratch").rglob("*") if p.is_file()
+    }
     assert extracted == {f"{TOP}/{p.relative_to(handout).as_posix()}" for p in (handout / "cs336_basics").rglob("*.py")}
 
 
@@ -145,7 +166,9 @@ def test_submission_with_two_packages_at_the_same_depth_is_refused(tmp_path):
     for top in ("a", "b"):
         (tmp_path / top / "cs336_basics").mkdir(parents=True)
         (tmp_path / top / "cs336_basics" / "__init__.py").write_text("")
-    with pytest.raises(sub.SubmissionError, match=r"more than one cs336_basics/ package \(a/cs336_basics, b/cs336_basics\)"):
+    with pytest.raises(
+        sub.SubmissionError, match=r"more than one cs336_basics/ package \(a/cs336_basics, b/cs336_basics\)"
+    ):
         sub.find_package(tmp_path)
 
 
@@ -161,7 +184,9 @@ def test_submission_zip_without_the_package_says_what_to_submit_first(tmp_path):
         z.writestr("nn/functional.py", "")
     first, console, score = _first_line_and_console(bad)
     assert score == 0
-    assert first.startswith("Your submission could not be graded: no cs336_basics/ package (a folder with __init__.py) in the zip")
+    assert first.startswith(
+        "Your submission could not be graded: no cs336_basics/ package (a folder with __init__.py) in the zip"
+    )
     assert WHAT_TO_SUBMIT in first
     assert f"not graded: {first}" in console
 
@@ -180,5 +205,8 @@ def test_submission_package_over_the_size_limit_says_what_to_submit_first(tmp_pa
 def test_submission_zip_with_a_member_list_over_the_limit_is_refused_unread(folder_zip, tmp_path, monkeypatch):
     monkeypatch.setattr(sub, "MAX_ARCHIVE_LISTING", 2**20)  # 1 MB; this zip's list is ~6 MB
     monkeypatch.setattr(zipfile, "ZipFile", None)  # refused from the end record alone
-    with pytest.raises(sub.SubmissionError, match=r"whole_folder.zip lists 6\d{4} files \(6 MB of names\); the grader reads member lists of at most 1 MB"):
+    with pytest.raises(
+        sub.SubmissionError,
+        match=r"whole_folder.zip lists 6\d{4} files \(6 MB of names\); the grader reads member lists of at most 1 MB",
+    ):
         sub.unpack(folder_zip, tmp_path / "scratch")

@@ -57,8 +57,15 @@ class ParallelAttention(nn.Module):
         x = copy_to_parallel_region(x, self.group)  # f, once for q, k and v
         rope_cache = self.rope.tables(F._compute_dtype(x)) if self.rope is not None else None
         partial = F.multihead_self_attention(
-            x, self.q_proj.weight, self.k_proj.weight, self.v_proj.weight, self.output_proj.weight,
-            self.local_heads, rope_cache, token_positions, kv_cache,
+            x,
+            self.q_proj.weight,
+            self.k_proj.weight,
+            self.v_proj.weight,
+            self.output_proj.weight,
+            self.local_heads,
+            rope_cache,
+            token_positions,
+            kv_cache,
         )  # (..., seq, d_model): this rank's heads' share of the output projection; fmt: skip
         return reduce_from_parallel_region(partial, self.group)  # g
         # END SOLUTION

@@ -223,8 +223,10 @@ def run_sharded(
     sharded output on the group's device; launch_kwargs then do not apply."""
     if dist.is_initialized():
         if dist.get_world_size() != world_size:
-            raise ValueError(f"run_sharded on a rank of a group of {dist.get_world_size()} needs world_size="
-                             f"{dist.get_world_size()}, got {world_size}")
+            raise ValueError(
+                f"run_sharded on a rank of a group of {dist.get_world_size()} needs world_size="
+                f"{dist.get_world_size()}, got {world_size}"
+            )
         y, sharded = _sharded_output(dist.get_rank(), world_size, make_module, state_dict, x)
         if sharded:
             parts = [torch.empty_like(y) for _ in range(world_size)]

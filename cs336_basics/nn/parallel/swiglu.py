@@ -16,7 +16,17 @@ class ParallelSwiGLUFFN(nn.Module):
     al. 2019, §3). Backward all-reduces the input's gradient once per column-parallel layer.
     State dict keys equal SwiGLUFFN's (w1.weight, w2.weight, w3.weight), each this rank's shard."""
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "silu", group=None, world_size=None, rank=None, device=None, dtype=None):
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        activation: str = "silu",
+        group=None,
+        world_size=None,
+        rank=None,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         check_positive("d_model", d_model)
         check_positive("d_ff", d_ff)

@@ -74,7 +74,9 @@ def check_shardable(config: TransformerLMConfig, world_size: int) -> None:
                          f"whole heads and an equal share of d_ff")  # fmt: skip
 
 
-def load_sharded(config: TransformerLMConfig, state_dict: dict, group=None, device=None, dtype=None) -> ParallelTransformerLM:
+def load_sharded(
+    config: TransformerLMConfig, state_dict: dict, group=None, device=None, dtype=None
+) -> ParallelTransformerLM:
     """This rank's ParallelTransformerLM holding its shard (convert.shard_state_dict) of a full
     TransformerLM state dict."""
     from cs336_basics.nn import convert

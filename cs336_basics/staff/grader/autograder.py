@@ -30,7 +30,8 @@ cd "$SOURCE"
 # The locked runtime dependencies only: the grader needs no dev tools, and the project itself is
 # imported from this directory. Bytecode is compiled now so that each grading starts fast.
 uv sync --locked --no-dev --no-install-project --compile-bytecode
-""" + (PERMISSIONS_SH := """# Workers run student code as an unprivileged user inside a mount namespace that hides this
+""" + (
+    PERMISSIONS_SH := """# Workers run student code as an unprivileged user inside a mount namespace that hides this
 # directory; where there are no namespaces (a container without CAP_SYS_ADMIN: isolation level
 # "container"), permissions hide it: the environment stays readable, the reference, the staff
 # tools and the fixtures do not.
@@ -38,7 +39,8 @@ chmod 711 "$SOURCE"
 chmod -R go-rwx "$SOURCE/cs336_basics" "$SOURCE/tests" "$SOURCE/fixtures" "$SOURCE/hidden_fixtures"
 if [ -d "$SOURCE/.venv" ]; then chmod -R a+rX "$SOURCE/.venv"; fi
 if [ -d /opt/uv-python ]; then chmod -R a+rX /opt/uv-python; fi
-""")
+"""
+)
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for each submission: grade /autograder/submission (the student's upload:
@@ -58,8 +60,11 @@ def bundle_files(repo: Path = REPO) -> list[Path]:
     repo = Path(repo)
     config = load_config(repo / DEFAULT_CONFIG.relative_to(REPO))
     cases = graded_cases(config.components, repo / "fixtures", repo / "hidden_fixtures")
-    package = [p for p in sorted((repo / "cs336_basics").rglob("*"))
-               if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+    package = [
+        p
+        for p in sorted((repo / "cs336_basics").rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    ]
     top = [repo / name for name in ("pyproject.toml", "uv.lock", "README.md")]
     fixtures = sorted({c.path for c in cases})
     return [p.relative_to(repo) for p in top + package + [repo / "tests" / "adapters.py"] + fixtures]

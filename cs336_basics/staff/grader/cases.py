@@ -25,7 +25,9 @@ class GradedCase:
         return f"{self.component}: {self.name} ({'hidden' if self.hidden else 'public'})"
 
 
-def graded_cases(components: list[str], public_dir: Path = FIXTURES_DIR, hidden_dir: Path = HIDDEN_FIXTURES_DIR) -> list[GradedCase]:
+def graded_cases(
+    components: list[str], public_dir: Path = FIXTURES_DIR, hidden_dir: Path = HIDDEN_FIXTURES_DIR
+) -> list[GradedCase]:
     """Per component in the given order: its public cases, then its hidden ones. A case without
     its fixture file, or a fixture file without a case, raises (run `uv run cs336 fixtures`)."""
     graded = []
@@ -34,8 +36,10 @@ def graded_cases(components: list[str], public_dir: Path = FIXTURES_DIR, hidden_
             declared = [c.name for c in cases_of(component, hidden)]
             stored = fixture_names(component, directory)
             if sorted(declared) != stored:
-                raise FileNotFoundError(f"{component}: the {'hidden' if hidden else 'public'} cases {declared} and the "
-                                        f"files in {directory} {stored} differ; run `uv run cs336 fixtures`")
+                raise FileNotFoundError(
+                    f"{component}: the {'hidden' if hidden else 'public'} cases {declared} and the "
+                    f"files in {directory} {stored} differ; run `uv run cs336 fixtures`"
+                )
             for name in declared:
                 path = directory / f"{name}.safetensors"
                 graded.append(GradedCase(name, component, hidden, load_fixture(name, directory).tol, path))

@@ -59,10 +59,15 @@ class Cgroup:
             if self.version == 2:
                 events = dict(line.split() for line in _read(d, "memory.events").splitlines())
                 peak = int(_read(d, "memory.peak")) if os.path.exists(f"{d}/memory.peak") else 0
-                return Usage(peak, int(_read(d, "memory.max")), int(events.get("oom_kill", 0)) + int(events.get("max", 0)))
+                return Usage(
+                    peak, int(_read(d, "memory.max")), int(events.get("oom_kill", 0)) + int(events.get("max", 0))
+                )
             oom = dict(line.split() for line in _read(d, "memory.oom_control").splitlines())
-            return Usage(int(_read(d, "memory.max_usage_in_bytes")), int(_read(d, "memory.limit_in_bytes")),
-                         int(oom.get("oom_kill", 0)) + int(_read(d, "memory.failcnt")))
+            return Usage(
+                int(_read(d, "memory.max_usage_in_bytes")),
+                int(_read(d, "memory.limit_in_bytes")),
+                int(oom.get("oom_kill", 0)) + int(_read(d, "memory.failcnt")),
+            )
         except (OSError, ValueError):
             return Usage(0, 0, 0)
 
@@ -292,7 +297,10 @@ def machine_memory() -> tuple[int | None, int]:
     one, or None; the anonymous and shared memory that group holds now, which the kernel cannot
     drop as it drops file cache), in bytes: a container's limit, as Gradescope's 768 MB."""
     for d in _own_memory_dirs():
-        for limit_file, anon in (("memory.max", ("anon", "shmem")), ("memory.limit_in_bytes", ("total_rss", "total_shmem"))):
+        for limit_file, anon in (
+            ("memory.max", ("anon", "shmem")),
+            ("memory.limit_in_bytes", ("total_rss", "total_shmem")),
+        ):
             try:
                 limit = _read(d, limit_file)
             except OSError:

@@ -29,10 +29,13 @@ def _refuse_without_sandbox(args) -> int | None:
 
     why = "without root" if os.geteuid() != 0 else f"at isolation level {level!r}, below the required {required!r}"
     lines = "\n".join(f"  {name}: {reason}" for name, reason in failed.items())
-    print(f"cs336: refusing to grade {why}: student code would run without these protections of the sandbox "
-          f"(which keeps it away from the hidden fixtures, the network and the machine's resources):\n{lines}\n"
-          "Run as root (a container's default capabilities suffice for level 'container'), lower "
-          "--require-isolation, or pass --allow-unsandboxed for submissions you trust.", file=sys.stderr)
+    print(
+        f"cs336: refusing to grade {why}: student code would run without these protections of the sandbox "
+        f"(which keeps it away from the hidden fixtures, the network and the machine's resources):\n{lines}\n"
+        "Run as root (a container's default capabilities suffice for level 'container'), lower "
+        "--require-isolation, or pass --allow-unsandboxed for submissions you trust.",
+        file=sys.stderr,
+    )
     return 2
 
 
@@ -79,21 +82,37 @@ def add_commands(commands) -> None:
 
     common = argparse.ArgumentParser(add_help=False)  # the options grade and grade-all share
     common.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
-    common.add_argument("--allow-unsandboxed", action="store_true", help="grade at any isolation level, even without root (--require-isolation none)")
-    common.add_argument("--require-isolation", choices=("none", "container", "full"), default="container",
-                        help="refuse to grade below this isolation level: full (namespaces, cgroup, ...), container "
-                             "(root without CAP_SYS_ADMIN: a user id per worker and seccomp), none (default: %(default)s)")
+    common.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="grade at any isolation level, even without root (--require-isolation none)",
+    )
+    common.add_argument(
+        "--require-isolation",
+        choices=("none", "container", "full"),
+        default="container",
+        help="refuse to grade below this isolation level: full (namespaces, cgroup, ...), container "
+        "(root without CAP_SYS_ADMIN: a user id per worker and seccomp), none (default: %(default)s)",
+    )
 
-    p = commands.add_parser("grade", parents=[common], help="(staff) grade one submission (a handout directory or a zip of one)")
+    p = commands.add_parser(
+        "grade", parents=[common], help="(staff) grade one submission (a handout directory or a zip of one)"
+    )
     p.add_argument("submission", metavar="SUBMISSION")
-    p.add_argument("--results", default="results.json", help="where to write Gradescope's results.json (default: %(default)s)")
+    p.add_argument(
+        "--results", default="results.json", help="where to write Gradescope's results.json (default: %(default)s)"
+    )
     p.set_defaults(run=_grade)
 
-    p = commands.add_parser("grade-all", parents=[common], help="(staff) grade every submission (subdirectory or zip) in DIR")
+    p = commands.add_parser(
+        "grade-all", parents=[common], help="(staff) grade every submission (subdirectory or zip) in DIR"
+    )
     p.add_argument("directory", metavar="DIR")
     p.add_argument("-j", "--jobs", type=int, default=2, help="submissions graded in parallel (default: %(default)s)")
     p.add_argument("--gradebook", default="gradebook.csv", help="CSV gradebook to write (default: %(default)s)")
-    p.add_argument("--results-dir", default="results", help="one <submission>.json per submission (default: %(default)s)")
+    p.add_argument(
+        "--results-dir", default="results", help="one <submission>.json per submission (default: %(default)s)"
+    )
     p.set_defaults(run=_grade_all)
 
     p = commands.add_parser("autograder", help="(staff) write the Gradescope autograder bundle to OUT.zip")

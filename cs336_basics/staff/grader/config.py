@@ -22,7 +22,9 @@ class Limits:
     processes: int = 64  # RLIMIT_NPROC of the worker's user, and its cgroup's pids.max (root only)
     resident_mb: int = 1024  # the worker's cgroup memory, memfd and tmpfs pages included (root only)
     cpus: float = 1.0  # the worker's cgroup CPU quota, in CPUs (root only)
-    socket_mb: int = 64  # TCP buffers of the worker's cgroup (v1 memory.kmem.tcp.limit_in_bytes; v2 counts them in resident_mb)
+    socket_mb: int = (
+        64  # TCP buffers of the worker's cgroup (v1 memory.kmem.tcp.limit_in_bytes; v2 counts them in resident_mb)
+    )
     network_components: tuple[str, ...] = ("parallel",)  # workers that may open AF_INET sockets (gloo on loopback)
 
 

@@ -58,8 +58,9 @@ def fresh_fixture(stored: Fixture, seed: int) -> Fixture | None:
     return Fixture(stored.name, stored.component, stored.adapter, inputs, expected, stored.out_dtype, stored.tol)
 
 
-def fresh_public_fixtures(fixtures: dict[str, Fixture], public: list[str], notes: list[str],
-                          rng: secrets.SystemRandom | None = None) -> dict[str, Fixture]:
+def fresh_public_fixtures(
+    fixtures: dict[str, Fixture], public: list[str], notes: list[str], rng: secrets.SystemRandom | None = None
+) -> dict[str, Fixture]:
     """`fixtures` with every public case's inputs and expected output drawn anew."""
     rng = rng or secrets.SystemRandom()
     out = dict(fixtures)
@@ -70,6 +71,8 @@ def fresh_public_fixtures(fixtures: dict[str, Fixture], public: list[str], notes
                 out[name] = fresh
                 break
         else:
-            notes.append(f"public case {name}: the reference missed its tolerance on {ATTEMPTS} fresh draws; "
-                         "graded on the stored fixture")
+            notes.append(
+                f"public case {name}: the reference missed its tolerance on {ATTEMPTS} fresh draws; "
+                "graded on the stored fixture"
+            )
     return out

@@ -99,7 +99,7 @@ def read_output(raw: bytes, numel: int) -> tuple[dict[str, str], torch.Tensor | 
     if n > MAX_HEADER_BYTES or 8 + n > len(raw):
         return None
     try:
-        header = json.loads(raw[8:8 + n])
+        header = json.loads(raw[8 : 8 + n])
     except (ValueError, UnicodeDecodeError):
         return None
     if not isinstance(header, dict) or set(header) - {"__metadata__", "output"}:
@@ -110,8 +110,11 @@ def read_output(raw: bytes, numel: int) -> tuple[dict[str, str], torch.Tensor | 
     entry = header.get("output")
     if entry is not None:
         shape = entry.get("shape") if isinstance(entry, dict) else None
-        if not (isinstance(shape, list) and all(isinstance(d, int) and 0 <= d <= numel for d in shape)
-                and math.prod(shape) <= numel):
+        if not (
+            isinstance(shape, list)
+            and all(isinstance(d, int) and 0 <= d <= numel for d in shape)
+            and math.prod(shape) <= numel
+        ):
             return None  # not the expected size: never materialised
     try:
         tensors = safetensors.torch.load(raw)
@@ -142,10 +145,13 @@ def _verdict(case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memo
         error = clean(meta["error"]).rstrip()
         if meta.get("tampered") == "1":
             return False, f"{adapter} was not graded: " + (
-                "your code changed the grader's adapters or its call recorder" if hidden else error)
+                "your code changed the grader's adapters or its call recorder" if hidden else error
+            )
         if any(s in error for s in OUT_OF_MEMORY):
-            return False, (f"{adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
-                           f"of address space, PyTorch included)" + ("" if hidden else f":\n{error}"))
+            return False, (
+                f"{adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
+                f"of address space, PyTorch included)" + ("" if hidden else f":\n{error}")
+            )
         if hidden:
             return False, f"{adapter} raised an exception"
         return False, f"{adapter} raised an exception:\n{error}"
@@ -157,19 +163,26 @@ def _verdict(case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memo
         return False, f"{adapter}: the saved output is not what the grader wrote"
     banned = forbidden_calls(case.component, calls)
     if banned:
-        return False, (f"{adapter} called a PyTorch built-in {case.component} may not use (the public tests name it)"
-                       if hidden else explain(case.component, banned))
+        return False, (
+            f"{adapter} called a PyTorch built-in {case.component} may not use (the public tests name it)"
+            if hidden
+            else explain(case.component, banned)
+        )
     if operators <= 0:
-        return False, (f"{adapter}: the grader saw no PyTorch operator run while computing this case "
-                       "(its call recording was bypassed), so the output cannot be graded")
+        return False, (
+            f"{adapter}: the grader saw no PyTorch operator run while computing this case "
+            "(its call recording was bypassed), so the output cannot be graded"
+        )
     if not isinstance(out, torch.Tensor):
         return False, f"{adapter}: the saved output holds no tensor"
     result = compare(out, fixture.expected, case.tol, fixture.out_dtype, reveal_values=not hidden)
     if hidden:  # a fixed sentence: counts, sizes and shapes of a wrong output could carry the inputs' values
         if result.ok:
             return True, "passed"
-        return False, (f"{adapter} on case {case.name!r}: wrong output (its shape, dtype or values; the public "
-                       f"tests of this component say which)")
+        return False, (
+            f"{adapter} on case {case.name!r}: wrong output (its shape, dtype or values; the public "
+            f"tests of this component say which)"
+        )
     if result.ok:
         return True, f"passed: max scaled error {result.max_scaled_err:.1e} (tolerance {case.tol:.1e})"
     return False, f"{adapter} on case {case.name!r}: {result.message}"
@@ -246,10 +259,17 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
     start = time.monotonic()
     budget_end = start + config.limits.total_s  # one budget for the whole grading, public and hidden
     cases = graded_cases(config.components)
-    report = GradeReport(str(submission), [], dict(config.points), notes=[f"grader and fixtures: {REPO}"],
-                         isolation=preflight.statement(config.isolate))
-    report.notes.append(f"isolation level {report.isolation['level']}; missing: "
-                        + (", ".join(report.isolation["missing"]) or "nothing"))
+    report = GradeReport(
+        str(submission),
+        [],
+        dict(config.points),
+        notes=[f"grader and fixtures: {REPO}"],
+        isolation=preflight.statement(config.isolate),
+    )
+    report.notes.append(
+        f"isolation level {report.isolation['level']}; missing: "
+        + (", ".join(report.isolation["missing"]) or "nothing")
+    )
     fixtures = fresh_public_fixtures(_load_fixtures(cases), [c.name for c in cases if not c.hidden], report.notes)
     base = Path(tempfile.mkdtemp(prefix="cs336-grade-"))
     try:
@@ -281,8 +301,15 @@ def _review(package: Path, report: GradeReport) -> list[Finding]:
         return []
 
 
-def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, report: GradeReport,
-         budget_end: float | None = None) -> dict:
+def _run(
+    root: Path,
+    private: Path,
+    cases,
+    fixtures,
+    config: GradingConfig,
+    report: GradeReport,
+    budget_end: float | None = None,
+) -> dict:
     """Public cases, then hidden ones, in separate workers (each pass with a user id of its own):
     text a student's code produces reaches a visible message only from a worker that never saw a
     hidden input, because hidden inputs are written only after every public worker has ended."""
@@ -293,13 +320,24 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
         if hidden:
             _write_inputs(root / "inputs", part, fixtures)
         (root / name).mkdir(mode=0o755)
-        new_root = root.parent / f"new-root-{name}"  # where the worker's private root is mounted (in its namespace only)
+        new_root = (
+            root.parent / f"new-root-{name}"
+        )  # where the worker's private root is mounted (in its namespace only)
         new_root.mkdir(mode=0o755)
         spec = sandbox.plan(root, root, new_root, config.limits, config.isolate)
-        runner = Runner(root / name, private, root / "code", root / "inputs", spec, reveal=not hidden,
-                        starts_processes=config.starts_processes)
-        plan = [(comp, [(c.name, fixtures[c.name].adapter) for c in part if c.component == comp])
-                for comp in config.components]
+        runner = Runner(
+            root / name,
+            private,
+            root / "code",
+            root / "inputs",
+            spec,
+            reveal=not hidden,
+            starts_processes=config.starts_processes,
+        )
+        plan = [
+            (comp, [(c.name, fixtures[c.name].adapter) for c in part if c.component == comp])
+            for comp in config.components
+        ]
         plan = [p for p in plan if p[1]]
         try:
             runs = runner.run(plan, budget_end)
@@ -309,9 +347,14 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
                     verdicts[c.name] = (True, runs[c.component].message)
                     report.grader_problems.append(c.name)
                     continue
-                verdicts[c.name] = (_judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
-                                    if time.thread_time() < deadline else
-                                    (False, f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out"))
+                verdicts[c.name] = (
+                    _judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
+                    if time.thread_time() < deadline
+                    else (
+                        False,
+                        f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out",
+                    )
+                )
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
             print(traceback.format_exc(), file=sys.stderr)
             report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
@@ -322,8 +365,12 @@ def _run(root: Path, private: Path, cases, fixtures, config: GradingConfig, repo
         workers += runner.workers
         seconds |= {f"{c} ({name})": t for c, t in runner.seconds.items()}
     if report.grader_problems:
-        report.notes.append(f"NOT GRADED (awarded): the container ran out of memory during {len(report.grader_problems)} "
-                            f"case(s): {', '.join(report.grader_problems)}; regrade with more memory")
-    report.notes.append(f"{workers} grading process(es) started; CPU seconds per component: "
-                        + ", ".join(f"{c} {t:.2f}" for c, t in seconds.items()))
+        report.notes.append(
+            f"NOT GRADED (awarded): the container ran out of memory during {len(report.grader_problems)} "
+            f"case(s): {', '.join(report.grader_problems)}; regrade with more memory"
+        )
+    report.notes.append(
+        f"{workers} grading process(es) started; CPU seconds per component: "
+        + ", ".join(f"{c} {t:.2f}" for c, t in seconds.items())
+    )
     return verdicts

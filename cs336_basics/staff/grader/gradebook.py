@@ -44,14 +44,22 @@ def write_gradebook(reports: list[GradeReport], path: Path, components: list[str
         out.writerow(["submission", *components, "total", "max_score", "review"])
         for r in reports:
             scores = r.component_scores()
-            out.writerow([cell(Path(r.submission).name), *(f"{scores[c]:g}" for c in components),
-                          f"{r.score:g}", f"{r.max_score:g}", str(len(r.review))])
+            out.writerow(
+                [
+                    cell(Path(r.submission).name),
+                    *(f"{scores[c]:g}" for c in components),
+                    f"{r.score:g}",
+                    f"{r.max_score:g}",
+                    str(len(r.review)),
+                ]
+            )
     os.replace(tmp, path)
     return path
 
 
-def grade_all(directory: Path, results_dir: Path, gradebook: Path, jobs: int = 2,
-              config: GradingConfig | None = None, echo=print) -> list[GradeReport]:
+def grade_all(
+    directory: Path, results_dir: Path, gradebook: Path, jobs: int = 2, config: GradingConfig | None = None, echo=print
+) -> list[GradeReport]:
     """Grade each submission of directory, `jobs` at a time, into results_dir/<name>.json
     (alice/ -> alice.json, bob.zip -> bob.zip.json) and the gradebook CSV; returns the reports,
     like the CSV's rows, in name order."""

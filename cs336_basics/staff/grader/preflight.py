@@ -19,8 +19,17 @@ import os
 import shutil
 import tempfile
 
-MECHANISMS = ("user switch", "network namespace", "loopback", "mount namespace", "tmpfs", "PID namespace",
-              "IPC namespace", "cgroup memory/pids/cpu", "seccomp")
+MECHANISMS = (
+    "user switch",
+    "network namespace",
+    "loopback",
+    "mount namespace",
+    "tmpfs",
+    "PID namespace",
+    "IPC namespace",
+    "cgroup memory/pids/cpu",
+    "seccomp",
+)
 LEVELS = ("none", "container", "full")  # weakest first
 REQUIRES = {"none": (), "container": ("user switch", "seccomp"), "full": MECHANISMS}
 # What each mechanism keeps, and what replaces it where it is missing (README: residual risks).
@@ -35,8 +44,13 @@ KEEPS = {
     "IPC namespace": "an IPC namespace",
     "cgroup memory/pids/cpu": "a cgroup (memory incl. memfd/tmpfs/TCP buffers, pids, CPU quota and CPU time)",
 }
-ALWAYS = ("rlimits (address space, CPU time, file size, open files)", "fresh public inputs",
-          "separate public and hidden workers", "the built-in recorder", "outputs read as data")
+ALWAYS = (
+    "rlimits (address space, CPU time, file size, open files)",
+    "fresh public inputs",
+    "separate public and hidden workers",
+    "the built-in recorder",
+    "outputs read as data",
+)
 
 
 def _try_all(scratch: str, group) -> dict[str, str]:
@@ -59,18 +73,32 @@ def _try_all(scratch: str, group) -> dict[str, str]:
     attempt("network namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWNET), "unshare(CLONE_NEWNET)"))
     if "network namespace" not in failed:
         attempt("loopback", sandbox.loopback_up)
-    attempt("mount namespace", lambda: (sandbox._check(libc.unshare(sandbox.CLONE_NEWNS), "unshare(CLONE_NEWNS)"),
-                                        sandbox._check(libc.mount(None, b"/", None, sandbox.MS_REC | sandbox.MS_PRIVATE,
-                                                                  None), "make / private")))
+    attempt(
+        "mount namespace",
+        lambda: (
+            sandbox._check(libc.unshare(sandbox.CLONE_NEWNS), "unshare(CLONE_NEWNS)"),
+            sandbox._check(libc.mount(None, b"/", None, sandbox.MS_REC | sandbox.MS_PRIVATE, None), "make / private"),
+        ),
+    )
     if "mount namespace" not in failed:  # only in a private namespace: nothing to clean up on the host
-        attempt("tmpfs", lambda: sandbox._check(libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", sandbox.MS_NOSUID,
-                                                           b"size=1m,nr_inodes=16"), "mount tmpfs"))
+        attempt(
+            "tmpfs",
+            lambda: sandbox._check(
+                libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", sandbox.MS_NOSUID, b"size=1m,nr_inodes=16"),
+                "mount tmpfs",
+            ),
+        )
     else:
         failed["tmpfs"] = "needs a private mount namespace"
     attempt("PID namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWPID), "unshare(CLONE_NEWPID)"))
     attempt("IPC namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWIPC), "unshare(CLONE_NEWIPC)"))
-    attempt("seccomp", lambda: (sandbox._check(libc.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs"),
-                                seccomp.install()))
+    attempt(
+        "seccomp",
+        lambda: (
+            sandbox._check(libc.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs"),
+            seccomp.install(),
+        ),
+    )
 
     def switch():
         uid = sandbox.pick_uid()

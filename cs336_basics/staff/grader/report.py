@@ -89,8 +89,10 @@ def to_gradescope(report: GradeReport) -> dict:
     if (why := cannot_grade(report)) is not None:
         output = f"{why}\n{output}"
     if report.grader_problems:
-        output = (f"{len(report.grader_problems)} test(s) could not run because the autograder itself ran out of "
-                  f"memory; their points are not taken from you, and course staff will regrade.\n{output}")
+        output = (
+            f"{len(report.grader_problems)} test(s) could not run because the autograder itself ran out of "
+            f"memory; their points are not taken from you, and course staff will regrade.\n{output}"
+        )
     data = {
         "score": sum(t["score"] for t in tests),  # exact: binary fractions
         "output": output,
@@ -102,9 +104,16 @@ def to_gradescope(report: GradeReport) -> dict:
     if report.review:
         lines = [clean(str(f), MAX_REVIEW_CHARS) for f in report.review]
         data["extra_data"]["review"] = lines
-        tests.append({"name": "Staff review: lines flagged by the static check (no points)", "score": 0.0,
-                      "max_score": 0.0, "status": "failed", "output": clean("\n".join(lines), MAX_OUTPUT_CHARS),
-                      "visibility": "hidden"})
+        tests.append(
+            {
+                "name": "Staff review: lines flagged by the static check (no points)",
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "failed",
+                "output": clean("\n".join(lines), MAX_OUTPUT_CHARS),
+                "visibility": "hidden",
+            }
+        )
     return data
 
 

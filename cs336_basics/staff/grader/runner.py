@@ -94,7 +94,9 @@ class ComponentRun:
     finished: bool  # the worker reported `done <component>`
     message: str = ""  # why not
     home: Path | None = None  # where its outputs are: the worker's directory
-    grader_out_of_memory: bool = False  # the machine, not the worker's cgroup, ran out of memory: not the student's fault
+    grader_out_of_memory: bool = (
+        False  # the machine, not the worker's cgroup, ran out of memory: not the student's fault
+    )
 
 
 def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes | None:
@@ -114,8 +116,10 @@ def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes
         return f.read(limit)
 
 
-_HOST_PATHS = sorted({(str(Path(__file__).resolve().parents[3]), "<grader>"), (sys.prefix, "<python>"),
-                      (sys.base_prefix, "<python>")}, key=lambda p: -len(p[0]))
+_HOST_PATHS = sorted(
+    {(str(Path(__file__).resolve().parents[3]), "<grader>"), (sys.prefix, "<python>"), (sys.base_prefix, "<python>")},
+    key=lambda p: -len(p[0]),
+)
 MAX_PROGRESS_BYTES = 1 << 16  # `ready`, `done <component>`, ...: a few hundred bytes
 MAX_NOTES_BYTES = 1 << 12
 
@@ -142,7 +146,7 @@ class LogTail:
                 return
             self.total += len(data)
             self.data += data
-            del self.data[:-self.keep]
+            del self.data[: -self.keep]
 
     def close(self) -> None:
         self.drain(chunks=1 << 10)
@@ -155,7 +159,7 @@ class LogTail:
 
 def log_tail(raw: bytes, lines: int = 12, chars: int = 1500) -> str:
     """The last lines of a worker's stdout and stderr (shown with a timeout or a crash), cleaned."""
-    text = bytes(raw[-8 * chars:]).decode(errors="replace")
+    text = bytes(raw[-8 * chars :]).decode(errors="replace")
     for path, name in _HOST_PATHS:  # no host path in a message a student sees
         text = text.replace(path, name)
     tail = "\n".join(clean(text).strip().splitlines()[-lines:])
@@ -171,8 +175,12 @@ def _exit_text(code: int | None) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
-        hint = {"SIGKILL": " (killed: perhaps it ran out of memory)", "SIGXCPU": " (CPU time limit)",
-                "SIGXFSZ": " (it wrote a file larger than the limit)", "SIGSEGV": " (a crash in native code)"}
+        hint = {
+            "SIGKILL": " (killed: perhaps it ran out of memory)",
+            "SIGXCPU": " (CPU time limit)",
+            "SIGXFSZ": " (it wrote a file larger than the limit)",
+            "SIGSEGV": " (a crash in native code)",
+        }
         return f"was killed by {name}{hint.get(name, '')}"
     return f"exited with code {code}"
 
@@ -180,8 +188,16 @@ def _exit_text(code: int | None) -> str:
 class Runner:
     """Runs components in order in as few workers as possible; see run()."""
 
-    def __init__(self, sandbox_root: Path, log_dir: Path, code_dir: Path, inputs_dir: Path, spec: sandbox.SandboxSpec,
-                 reveal: bool = True, starts_processes: frozenset[str] = frozenset({"parallel"})):
+    def __init__(
+        self,
+        sandbox_root: Path,
+        log_dir: Path,
+        code_dir: Path,
+        inputs_dir: Path,
+        spec: sandbox.SandboxSpec,
+        reveal: bool = True,
+        starts_processes: frozenset[str] = frozenset({"parallel"}),
+    ):
         self.starts_processes = starts_processes  # components run alone, in workers that may start processes
         self.root, self.log_dir, self.code_dir, self.inputs_dir = sandbox_root, log_dir, code_dir, inputs_dir
         self.spec = spec
@@ -202,7 +218,9 @@ class Runner:
             self.notes += [f"detached the home of a grader that died: {p}" for p in sandbox.remove_stale_homes()]
             self.notes += [f"removed the cgroup of a grader that died: {p}" for p in cgroup.remove_stale()]
 
-    def run(self, plan: list[tuple[str, list[tuple[str, str]]]], budget_end: float | None = None) -> dict[str, ComponentRun]:
+    def run(
+        self, plan: list[tuple[str, list[tuple[str, str]]]], budget_end: float | None = None
+    ) -> dict[str, ComponentRun]:
         """plan: [(component, [(case, adapter), ...]), ...]; budget_end: the time.monotonic() at
         which the whole grading's budget ends (default: Limits.total_s from now). Returns each
         component's ComponentRun."""
@@ -212,17 +230,20 @@ class Runner:
         self.budget_end = budget_end if budget_end is not None else time.monotonic() + limits.total_s
         while remaining:
             if time.monotonic() >= self.budget_end:
-                message = (f"not run: the grading time budget of {limits.total_s:g} s for the whole "
-                           f"submission ran out before this component (earlier ones were slow or hung).")
+                message = (
+                    f"not run: the grading time budget of {limits.total_s:g} s for the whole "
+                    f"submission ran out before this component (earlier ones were slow or hung)."
+                )
                 return runs | {c: ComponentRun(False, message) for c, _ in remaining}
             batch = worker_batch(remaining, self.starts_processes)  # process-starting components alone
             network = batch[0][0] in limits.network_components  # and apart from the others by network
-            batch = list(itertools.takewhile(lambda p: (p[0] in limits.network_components) == network, batch))
+            batch = list(itertools.takewhile(lambda p, net=network: (p[0] in limits.network_components) == net, batch))
             runs.update(self._one_worker(batch, network))
             remaining = [p for p in remaining if p[0] not in runs]
         if self.peak_mb:
-            self.notes.append(f"highest memory of a worker's cgroup: {self.peak_mb:.0f} MB "
-                              f"(limit {limits.resident_mb} MB)")
+            self.notes.append(
+                f"highest memory of a worker's cgroup: {self.peak_mb:.0f} MB (limit {limits.resident_mb} MB)"
+            )
         if self.log_bytes > 1 << 20:
             self.notes.append(f"a worker printed {self.log_bytes / 2**20:.0f} MB (only its last lines were kept)")
         return runs
@@ -247,8 +268,10 @@ class Runner:
         if self.spec.uid is not None:
             os.chown(home, self.spec.uid, self.spec.uid)
         if self.spec.isolate and not sandbox.mount_home(home, self.spec.uid, self.spec.limits):
-            self.notes.append("disk not limited: no tmpfs for the worker's home (needs CAP_SYS_ADMIN); "
-                              "each file it writes is limited by RLIMIT_FSIZE only")
+            self.notes.append(
+                "disk not limited: no tmpfs for the worker's home (needs CAP_SYS_ADMIN); "
+                "each file it writes is limited by RLIMIT_FSIZE only"
+            )
         limits = self.spec.limits
         self.cgroup, self.oom_before, self.resident_mb = None, cgroup.oom_kills(), limits.resident_mb
         self.cgroup_capped = False
@@ -256,8 +279,10 @@ class Runner:
         if machine is not None:  # a container's limit: the worker's group must run out before the container does
             self.resident_mb = max(64, min(limits.resident_mb, (machine - held) // 2**20 - CONTAINER_SLACK_MB))
             if self.resident_mb < limits.resident_mb:
-                self.notes.append(f"the container's memory limit ({machine / 2**20:.0f} MB) leaves a worker "
-                                  f"{self.resident_mb} MB, not resident_mb = {limits.resident_mb}")
+                self.notes.append(
+                    f"the container's memory limit ({machine / 2**20:.0f} MB) leaves a worker "
+                    f"{self.resident_mb} MB, not resident_mb = {limits.resident_mb}"
+                )
         if self.spec.isolate and sandbox.is_root():
             try:
                 self.cgroup = cgroup.create(self.resident_mb, limits.processes, limits.cpus, limits.socket_mb)
@@ -266,9 +291,15 @@ class Runner:
                 self.notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
         cpu = int(limits.startup_s + limits.cpu_per_component_s * len(plan)) + 5  # RLIMIT_CPU: each process's backstop
         spec = dataclasses.replace(self.spec, home=str(home), cgroup=self.cgroup, allow_inet=network)
-        job = WorkerJob(spec, str(log), str(self.code_dir), str(inputs),
-                        tuple((c, tuple(cases)) for c, cases in plan), cpu,
-                        may_start_processes=any(c in self.starts_processes for c, _ in plan))
+        job = WorkerJob(
+            spec,
+            str(log),
+            str(self.code_dir),
+            str(inputs),
+            tuple((c, tuple(cases)) for c, cases in plan),
+            cpu,
+            may_start_processes=any(c in self.starts_processes for c, _ in plan),
+        )
         # not a daemon: a daemonic process may not start children, and the parallel component's
         # adapters start process groups; the runner kills and joins every worker itself
         process = _CONTEXT.Process(target=main, args=(job,), daemon=False)
@@ -302,9 +333,14 @@ class Runner:
                 for line in (lines[:-1] if alive else lines)[seen:]:  # a live worker's last line may be partial
                     seen += 1
                     if line == "import-failed":
-                        error = decode(read_worker_file(home / "import_error.txt", self.spec.uid, limit=4 * MAX_TEXT_CHARS))
-                        message = ("importing your cs336_basics package failed:\n" + error.strip() if self.reveal
-                                   else "importing your cs336_basics package failed (the public tests show why)")
+                        error = decode(
+                            read_worker_file(home / "import_error.txt", self.spec.uid, limit=4 * MAX_TEXT_CHARS)
+                        )
+                        message = (
+                            "importing your cs336_basics package failed:\n" + error.strip()
+                            if self.reveal
+                            else "importing your cs336_basics package failed (the public tests show why)"
+                        )
                         return {c: ComponentRun(False, message) for c, _ in plan}
                     finished = ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}"
                     if (line == "ready" and not ready) or finished:
@@ -316,19 +352,37 @@ class Runner:
                             self.seconds.setdefault("startup", now_cpu - phase_cpu)
                             ready = True
                             self.notes += self._sandbox_notes(home)
-                            self.notes.append("sandbox: " + sandbox.describe(process.pid, dataclasses.replace(
-                                self.spec, cgroup=self.cgroup, allow_inet=network)))
-                        phase_cpu, phase_wall, cpu_limit, used = now_cpu, time.monotonic(), limits.cpu_per_component_s, 0.0
+                            self.notes.append(
+                                "sandbox: "
+                                + sandbox.describe(
+                                    process.pid, dataclasses.replace(self.spec, cgroup=self.cgroup, allow_inet=network)
+                                )
+                            )
+                        phase_cpu, phase_wall, cpu_limit, used = (
+                            now_cpu,
+                            time.monotonic(),
+                            limits.cpu_per_component_s,
+                            0.0,
+                        )
                 if len(runs) == len(plan):
                     break
                 polls += 1
                 if self.cgroup is not None or polls % 10 == 0 or not alive:  # /proc scans cost more: every 0.2 s
                     used = max(used, self._cpu(process) - phase_cpu)
                 now = time.monotonic()
-                why = ("dead" if not alive else "cpu" if used > cpu_limit else
-                       "wall" if now - phase_wall > limits.wall_per_component_s else "budget" if now > self.budget_end else None)
+                why = (
+                    "dead"
+                    if not alive
+                    else "cpu"
+                    if used > cpu_limit
+                    else "wall"
+                    if now - phase_wall > limits.wall_per_component_s
+                    else "budget"
+                    if now > self.budget_end
+                    else None
+                )
                 if why is not None:
-                    rest = [c for c, _ in plan[len(runs):]]
+                    rest = [c for c, _ in plan[len(runs) :]]
                     oom = self.cgroup is not None and not alive and self.cgroup.usage().out_of_memory
                     tail.drain()
                     return runs | self._failure(rest, ready, None if alive else process.exitcode, tail.data, oom, why)
@@ -346,8 +400,10 @@ class Runner:
                     self.notes.append(f"could not remove the worker's cgroup {self.cgroup.dirs[0]}")
             left = sandbox.remove_user_leftovers(self.spec.uid)
             if left:
-                self.notes.append(f"removed what a worker left in shared places: {', '.join(left[:10])}"
-                                  + (f" and {len(left) - 10} more" if len(left) > 10 else ""))
+                self.notes.append(
+                    f"removed what a worker left in shared places: {', '.join(left[:10])}"
+                    + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+                )
 
     def _sandbox_notes(self, home: Path) -> list[str]:
         """The worker's notes on its sandbox, from the file it wrote as root before running student code."""
@@ -356,8 +412,9 @@ class Runner:
             return ["sandbox: the worker's notes on its sandbox are missing"]
         return [clean(line, 300) for line in raw.decode(errors="replace").splitlines() if line.strip()]
 
-    def _failure(self, rest: list[str], ready: bool, exitcode: int | None, log: bytes,
-                 oom: bool = False, why: str = "dead") -> dict[str, ComponentRun]:
+    def _failure(
+        self, rest: list[str], ready: bool, exitcode: int | None, log: bytes, oom: bool = False, why: str = "dead"
+    ) -> dict[str, ComponentRun]:
         """Before `ready` every remaining component fails; after it, only the one that was running.
         oom: the worker's cgroup reached its memory limit (a fixed sentence, also for hidden cases).
         why: "dead", or the limit it reached: "cpu", "wall" (a hang) or "budget" (the whole grading's)."""
@@ -365,35 +422,56 @@ class Runner:
         tail = f"\nlast lines of its output:\n{tail}" if tail else ""
         if oom:
             what = f"while running {rest[0]}" if ready else "while importing your package"
-            message = (f"the grading process ran out of memory {what}: it and the processes it started may hold "
-                       f"at most {self.resident_mb} MB, memory-backed files (memfd, /tmp, /dev/shm, its "
-                       f"directory) included; it was killed.")
+            message = (
+                f"the grading process ran out of memory {what}: it and the processes it started may hold "
+                f"at most {self.resident_mb} MB, memory-backed files (memfd, /tmp, /dev/shm, its "
+                f"directory) included; it was killed."
+            )
             if not ready:
                 return {c: ComponentRun(False, message + " No component could run.") for c in rest}
             return {rest[0]: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
-        if why == "dead" and exitcode == -signal.SIGKILL and self.cgroup_capped and cgroup.oom_kills() > self.oom_before:
+        if (
+            why == "dead"
+            and exitcode == -signal.SIGKILL
+            and self.cgroup_capped
+            and cgroup.oom_kills() > self.oom_before
+        ):
             # the container's memory ran out while the worker was under its own group's lower limit: the
             # grader's problem, not the student's (without such a group the worker itself could cause it)
-            message = (f"not graded: the autograder's container ran out of memory (not your code's limit, which is "
-                       f"{self.resident_mb} MB), so these points are not taken from you; course staff: give it at "
-                       f"least {MIN_CONTAINER_MB} MB")
-            return {c: ComponentRun(False, message, grader_out_of_memory=True) for c in (rest if not ready else rest[:1])}
-        stopped = {"cpu": f"used its CPU time limit of {{limit:g}} s (an infinite loop?)",
-                   "wall": f"did not finish within {limits.wall_per_component_s:g} s of wall-clock time while using "
-                           "little CPU (waiting forever: a deadlock, a sleep?)",
-                   "budget": f"was still running when the grading time budget of {limits.total_s:g} s for the whole "
-                             "submission ran out"}
+            message = (
+                f"not graded: the autograder's container ran out of memory (not your code's limit, which is "
+                f"{self.resident_mb} MB), so these points are not taken from you; course staff: give it at "
+                f"least {MIN_CONTAINER_MB} MB"
+            )
+            return {
+                c: ComponentRun(False, message, grader_out_of_memory=True) for c in (rest if not ready else rest[:1])
+            }
+        stopped = {
+            "cpu": "used its CPU time limit of {limit:g} s (an infinite loop?)",
+            "wall": f"did not finish within {limits.wall_per_component_s:g} s of wall-clock time while using "
+            "little CPU (waiting forever: a deadlock, a sleep?)",
+            "budget": f"was still running when the grading time budget of {limits.total_s:g} s for the whole "
+            "submission ran out",
+        }
         if not ready:
-            what = (f"{stopped[why].format(limit=limits.startup_s)} while importing your package" if exitcode is None
-                    else f"{_exit_text(exitcode)} while importing your package" if self.reveal
-                    else "ended while importing your package")
+            what = (
+                f"{stopped[why].format(limit=limits.startup_s)} while importing your package"
+                if exitcode is None
+                else f"{_exit_text(exitcode)} while importing your package"
+                if self.reveal
+                else "ended while importing your package"
+            )
             return {c: ComponentRun(False, f"the grading process {what}; no component could run.{tail}") for c in rest}
         component = rest[0]
         if exitcode is None:
-            message = f"{component} {stopped[why].format(limit=limits.cpu_per_component_s)}; it was stopped and scores 0."
+            message = (
+                f"{component} {stopped[why].format(limit=limits.cpu_per_component_s)}; it was stopped and scores 0."
+            )
         elif not self.reveal:
             message = f"the grading process ended while running {component}, before finishing it."
         else:
-            message = (f"the grading process {_exit_text(exitcode)} while running {component}, before finishing "
-                       f"it (did your code call exit() or os._exit()?).")
+            message = (
+                f"the grading process {_exit_text(exitcode)} while running {component}, before finishing "
+                f"it (did your code call exit() or os._exit()?)."
+            )
         return {component: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}

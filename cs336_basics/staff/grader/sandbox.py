@@ -62,9 +62,23 @@ from cs336_basics.staff.grader.cgroup import Cgroup
 from cs336_basics.staff.grader.config import Limits
 
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x20000000, 0x08000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    4096,
+    16384,
+    1 << 18,
+)
 PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
-SYS_MOUNT_SETATTR, AT_RECURSIVE, MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 442, 0x8000, 1, 2  # same number on x86_64 and arm64
+SYS_MOUNT_SETATTR, AT_RECURSIVE, MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = (
+    442,
+    0x8000,
+    1,
+    2,
+)  # same number on x86_64 and arm64
 MNT_DETACH = 2
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
 
@@ -95,8 +109,10 @@ def plan(sandbox_root: Path, home: Path, new_root: Path, limits: Limits, isolate
     this repository would show workers the reference solution)."""
     copies = [p for p in site.getsitepackages() if (Path(p) / "cs336_basics").exists()]
     if copies:
-        raise RuntimeError(f"cs336_basics is installed in {copies[0]}; grading workers would see the reference. "
-                           "Install the project editable (`uv sync`) or not at all (`uv sync --no-install-project`).")
+        raise RuntimeError(
+            f"cs336_basics is installed in {copies[0]}; grading workers would see the reference. "
+            "Install the project editable (`uv sync`) or not at all (`uv sync --no-install-project`)."
+        )
     paths = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sandbox_root)}, key=len)
     visible = tuple(p for i, p in enumerate(paths) if not any(_inside(p, q) for q in (*SYSTEM_DIRS, *paths[:i])))
     uid = pick_uid() if isolate and is_root() else None
@@ -135,8 +151,10 @@ def _read_only(libc, target: str) -> None:
     # kernels before 5.12: one mount at a time (the submounts of the bind are remounted too)
     mounts = [line.split()[4] for line in open("/proc/self/mountinfo")]
     for point in [m for m in mounts if _inside(m, target)]:
-        _check(libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None),
-               f"read-only {point}")
+        _check(
+            libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None),
+            f"read-only {point}",
+        )
 
 
 def _chroot(libc, new_root: str, visible: tuple[str, ...], home: str) -> None:
@@ -148,8 +166,16 @@ def _chroot(libc, new_root: str, visible: tuple[str, ...], home: str) -> None:
 
     def scratch(path: str) -> None:  # an empty, private /tmp or /dev/shm, never the host's
         os.makedirs(new_root + path, exist_ok=True)
-        _check(libc.mount(b"tmpfs", (new_root + path).encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                          b"mode=1777,size=16m,nr_inodes=1024"), path)
+        _check(
+            libc.mount(
+                b"tmpfs",
+                (new_root + path).encode(),
+                b"tmpfs",
+                MS_NOSUID | MS_NODEV,
+                b"mode=1777,size=16m,nr_inodes=1024",
+            ),
+            path,
+        )
 
     scratch("/tmp")  # first: the sandbox directory may be bound under it
     for path in (*SYSTEM_DIRS, *visible):
@@ -170,8 +196,10 @@ def _chroot(libc, new_root: str, visible: tuple[str, ...], home: str) -> None:
         os.chmod(empty, 0o444)
     for path in visible:  # a virtualenv's world-writable .lock (uv locks it): the worker gets an empty stand-in
         if os.path.isfile(path + "/.lock") and not os.path.islink(path + "/.lock"):
-            _check(libc.mount(empty.encode(), (new_root + path + "/.lock").encode(), None,
-                              MS_BIND, None), f"mask {path}/.lock")
+            _check(
+                libc.mount(empty.encode(), (new_root + path + "/.lock").encode(), None, MS_BIND, None),
+                f"mask {path}/.lock",
+            )
             _read_only(libc, new_root + path + "/.lock")
     if os.path.ismount(home):  # the grader's size- and inode-limited tmpfs: the only writable place but /tmp
         _check(libc.mount(home.encode(), (new_root + home).encode(), None, MS_BIND, None), "bind the home")
@@ -304,8 +332,14 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
     _write_notes(spec.home, notes)  # as root: the worker's user cannot change it
     os.environ.clear()
     tmp = "/tmp" if private_tmp else spec.home  # never a directory the grader's TMPDIR named
-    os.environ.update(PATH="/usr/local/bin:/usr/bin:/bin", HOME=spec.home, TMPDIR=tmp, LANG="C.UTF-8",
-                      OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    os.environ.update(
+        PATH="/usr/local/bin:/usr/bin:/bin",
+        HOME=spec.home,
+        TMPDIR=tmp,
+        LANG="C.UTF-8",
+        OMP_NUM_THREADS="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     tempfile.tempdir = None  # the forkserver cached the grader's TMPDIR: look again
     tempfile.tempdir = tempfile.gettempdir()
     if spec.uid is not None:
@@ -378,7 +412,7 @@ def remove_stale_homes() -> list[str]:
         mounts = [line.split() for line in f]
     stale = []
     for fields in mounts:
-        rest = fields[fields.index("-") + 1:]
+        rest = fields[fields.index("-") + 1 :]
         if rest[0] != "tmpfs" or not rest[1].startswith(HOME_SOURCE + "-"):
             continue
         pid, _, started = rest[1].removeprefix(HOME_SOURCE + "-").partition("-")
@@ -490,7 +524,9 @@ def _sysv_objects(uid: int) -> list[tuple[str, int]]:
         cols = {name: i for i, name in enumerate(header)}
         for row in rows:
             if uid in (int(row[cols["uid"]]), int(row[cols["cuid"]])):
-                found.append((kind, int(row[cols["shmid" if kind == "shm" else "semid" if kind == "sem" else "msqid"]])))
+                found.append(
+                    (kind, int(row[cols["shmid" if kind == "shm" else "semid" if kind == "sem" else "msqid"]]))
+                )
     return found
 
 
@@ -547,8 +583,12 @@ def describe(pid: int, spec: SandboxSpec) -> str:
     parts = [f"user {uid}" + ("" if spec.uid is not None else " (the grader's: no user switch)")]
     parts.append("seccomp filter" if status.get("Seccomp") == "2" else "NO seccomp filter")
     parts.append("AF_INET allowed" if spec.allow_inet else "no AF_INET")
-    for ns, what in (("pid_for_children", "own PID namespace"), ("net", "no network"), ("ipc", "own IPC namespace"),
-                     ("mnt", "own root: only Python, the system and the sandbox")):
+    for ns, what in (
+        ("pid_for_children", "own PID namespace"),
+        ("net", "no network"),
+        ("ipc", "own IPC namespace"),
+        ("mnt", "own root: only Python, the system and the sandbox"),
+    ):
         try:
             separate = os.readlink(f"/proc/{pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns.split('_')[0]}")
         except OSError:

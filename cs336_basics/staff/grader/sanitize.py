@@ -26,7 +26,7 @@ def clean(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     text = _UNSAFE.sub("", _ESCAPES.sub("", text.replace("\r\n", "\n")))
     if len(text) > limit:
         cut = f"[{len(text) - limit + 40} characters cut]\n"
-        text = cut + text[-(limit - len(cut)):]
+        text = cut + text[-(limit - len(cut)) :]
     return text
 
 

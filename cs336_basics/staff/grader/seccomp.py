@@ -29,10 +29,16 @@ NETLINK_ROUTE = 0
 
 # Per machine: AUDIT_ARCH_* and the native system call numbers (asm/unistd_64.h; arm64: asm-generic/unistd.h).
 ARCHES = {
-    "x86_64": dict(arch=0xC000003E, socket=41, socketpair=53, io_uring_setup=425,
-                   ipc=(29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245)),
-    "aarch64": dict(arch=0xC00000B7, socket=198, socketpair=199, io_uring_setup=425,
-                    ipc=tuple(range(180, 198))),  # mq_open .. shmdt
+    "x86_64": dict(
+        arch=0xC000003E,
+        socket=41,
+        socketpair=53,
+        io_uring_setup=425,
+        ipc=(29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245),
+    ),
+    "aarch64": dict(
+        arch=0xC00000B7, socket=198, socketpair=199, io_uring_setup=425, ipc=tuple(range(180, 198))
+    ),  # mq_open .. shmdt
 }
 
 
@@ -62,7 +68,7 @@ class Asm:
     def bytes(self) -> bytes:
         out = []
         for i, (op, jt, jf, k) in enumerate(self.code):
-            off = lambda label: 0 if label is None else self.labels[label] - i - 1  # noqa: E731
+            off = lambda label, i=i: 0 if label is None else self.labels[label] - i - 1  # noqa: E731
             k = off(k) if op == BPF_JMP_JA else k
             out.append(struct.pack("HBBI", op, off(jt), off(jf), k))
         return b"".join(out)

@@ -37,8 +37,10 @@ MAX_CODE_CHARS = 160
 _SHORT = {"F": "torch.nn.functional", "aten": "torch.ops.aten", "Tensor": "Tensor"}
 # every banned built-in, as a full dotted path (torch.nn.functional.silu, torch.ops.aten.silu, ...)
 BANNED_PATHS = frozenset(
-    (_SHORT[name.split(".")[0]] + name[name.index("."):]) if name.split(".")[0] in _SHORT else name
-    for names in BANNED.values() for name in names)
+    (_SHORT[name.split(".")[0]] + name[name.index(".") :]) if name.split(".")[0] in _SHORT else name
+    for names in BANNED.values()
+    for name in names
+)
 BANNED_METHODS = frozenset(p.split(".", 1)[1] for p in BANNED_PATHS if p.startswith("Tensor."))
 # dotted prefixes (and modules) whose use is reported wherever it appears
 MACHINERY = {
@@ -84,23 +86,71 @@ MACHINERY = {
     "marshal": "code objects (marshal)",
     "mmap": "shared memory (mmap)",
 }
-for _name in ("replace", "rename", "renames", "remove", "unlink", "chmod", "chown", "truncate", "link", "symlink",
-              "ftruncate", "utime"):
+for _name in (
+    "replace",
+    "rename",
+    "renames",
+    "remove",
+    "unlink",
+    "chmod",
+    "chown",
+    "truncate",
+    "link",
+    "symlink",
+    "ftruncate",
+    "utime",
+):
     MACHINERY[f"os.{_name}"] = f"a file changed in place (os.{_name}): the grader's records are files"
 MACHINERY["shutil"] = "files copied or moved (shutil)"
 MACHINERY["safetensors.torch.save_file"] = "a safetensors file written: the grader's records are such files"
 MACHINERY["safetensors.torch.save"] = "a safetensors file written: the grader's records are such files"
 # method calls that write files whatever the receiver (pathlib.Path and friends)
-WRITING_METHODS = {"write_bytes", "write_text", "unlink", "rename", "replace", "chmod", "touch", "symlink_to",
-                   "hardlink_to"}
-for _name in ("execv", "execve", "execvp", "execvpe", "execl", "execle", "execlp", "execlpe", "spawnv", "spawnve",
-              "spawnvp", "spawnvpe", "spawnl", "spawnle", "spawnlp", "spawnlpe", "write", "open", "fdopen", "dup2"):
+WRITING_METHODS = {
+    "write_bytes",
+    "write_text",
+    "unlink",
+    "rename",
+    "replace",
+    "chmod",
+    "touch",
+    "symlink_to",
+    "hardlink_to",
+}
+for _name in (
+    "execv",
+    "execve",
+    "execvp",
+    "execvpe",
+    "execl",
+    "execle",
+    "execlp",
+    "execlpe",
+    "spawnv",
+    "spawnve",
+    "spawnvp",
+    "spawnvpe",
+    "spawnl",
+    "spawnle",
+    "spawnlp",
+    "spawnlpe",
+    "write",
+    "open",
+    "fdopen",
+    "dup2",
+):
     MACHINERY[f"os.{_name}"] = f"a process or file descriptor call (os.{_name})"
-CALLED_BUILTINS = {"exec": "code built at run time (exec)", "eval": "code built at run time (eval)",
-                   "compile": "code built at run time (compile)", "__import__": "a module imported at run time",
-                   "globals": "the module's globals (globals())", "vars": "an object's namespace (vars())"}
-DUNDERS = {"__torch_dispatch__": "a tensor subclass or dispatch mode (__torch_dispatch__)",
-           "__torch_function__": "a tensor subclass or function mode (__torch_function__)"}
+CALLED_BUILTINS = {
+    "exec": "code built at run time (exec)",
+    "eval": "code built at run time (eval)",
+    "compile": "code built at run time (compile)",
+    "__import__": "a module imported at run time",
+    "globals": "the module's globals (globals())",
+    "vars": "an object's namespace (vars())",
+}
+DUNDERS = {
+    "__torch_dispatch__": "a tensor subclass or dispatch mode (__torch_dispatch__)",
+    "__torch_function__": "a tensor subclass or function mode (__torch_function__)",
+}
 
 
 @dataclass(frozen=True)
@@ -157,7 +207,9 @@ class _Visitor(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self.aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            self.aliases[alias.asname or alias.name.split(".")[0]] = (
+                alias.name if alias.asname else alias.name.split(".")[0]
+            )
             self._report_path(node, alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
@@ -192,13 +244,24 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(func, ast.Name) and func.id in CALLED_BUILTINS and func.id not in self.aliases:
             self.found.append((node.lineno, CALLED_BUILTINS[func.id]))
         if isinstance(func, ast.Attribute) and func.attr in BANNED_METHODS and self._dotted(func) is None:
-            self.found.append((node.lineno, f"Tensor.{func.attr}: a built-in {_banned_for('Tensor.' + func.attr)} may not call"))
-        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
+            self.found.append(
+                (node.lineno, f"Tensor.{func.attr}: a built-in {_banned_for('Tensor.' + func.attr)} may not call")
+            )
+        if (
+            isinstance(func, ast.Name)
+            and func.id == "getattr"
+            and len(node.args) >= 2
+            and not isinstance(node.args[1], ast.Constant)
+        ):
             self.found.append((node.lineno, "getattr with a name computed at run time"))
         if isinstance(func, ast.Name) and func.id == "open" and "open" not in self.aliases and _writes(node):
             self.found.append((node.lineno, "a file opened for writing: the grader's records are files"))
-        if (isinstance(func, ast.Attribute) and func.attr in WRITING_METHODS and self._dotted(func) is None
-                and not (func.attr == "replace" and _str_replace(node))):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in WRITING_METHODS
+            and self._dotted(func) is None
+            and not (func.attr == "replace" and _str_replace(node))
+        ):
             self.found.append((node.lineno, f".{func.attr}(): a file written or moved: the grader's records are files"))
         self.generic_visit(node)
 
@@ -244,8 +307,8 @@ def findings_of(source: str, rel: str, package: str = "cs336_basics") -> list[Fi
 def _given(rel: str) -> frozenset[str]:
     """The stripped lines of the handout's own findings in file rel (the reference's file with its
     solution regions stubbed); empty if the handout has no such file."""
-    from cs336_basics.staff.handout import stub_text
     from cs336_basics.staff.grader.cases import REPO
+    from cs336_basics.staff.handout import stub_text
 
     path = REPO / rel
     if not path.is_file():

@@ -44,8 +44,10 @@ def _ignored(name: str) -> bool:
 
 
 def _too_large(files: int, size: int) -> SubmissionError:
-    return SubmissionError(f"{PACKAGE}/ holds more than {MAX_PACKAGE_FILES} files or {MAX_PACKAGE_BYTES // 2**20} MB "
-                           f"(found at least {files} files, {size / 2**20:.1f} MB)")
+    return SubmissionError(
+        f"{PACKAGE}/ holds more than {MAX_PACKAGE_FILES} files or {MAX_PACKAGE_BYTES // 2**20} MB "
+        f"(found at least {files} files, {size / 2**20:.1f} MB)"
+    )
 
 
 # ------------------------------------------------------------------ zip submissions
@@ -76,12 +78,15 @@ def _open_zip(zip_path: Path) -> zipfile.ZipFile:
     try:
         size = zip_path.stat().st_size
         if size > MAX_ARCHIVE_BYTES:
-            raise SubmissionError(f"{name} is {size / 2**20:.0f} MB; the grader opens zips of at most "
-                                  f"{MAX_ARCHIVE_BYTES // 2**20} MB")
+            raise SubmissionError(
+                f"{name} is {size / 2**20:.0f} MB; the grader opens zips of at most {MAX_ARCHIVE_BYTES // 2**20} MB"
+            )
         listing = _central_directory(zip_path)
         if listing is not None and listing[1] > MAX_ARCHIVE_LISTING:
-            raise SubmissionError(f"{name} lists {listing[0]} files ({listing[1] / 2**20:.0f} MB of names); "
-                                  f"the grader reads member lists of at most {MAX_ARCHIVE_LISTING // 2**20} MB")
+            raise SubmissionError(
+                f"{name} lists {listing[0]} files ({listing[1] / 2**20:.0f} MB of names); "
+                f"the grader reads member lists of at most {MAX_ARCHIVE_LISTING // 2**20} MB"
+            )
         return zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as e:
         raise SubmissionError(f"could not open the zip file {name}: {e}") from None
@@ -130,18 +135,29 @@ def _package_prefix(members: list[tuple[zipfile.ZipInfo, tuple[str, ...]]]) -> t
     """The folders above the shallowest cs336_basics/__init__.py of the zip, outside ignored folders."""
     venvs = {p[:-1] for _, p in members if p and p[-1] == "pyvenv.cfg"}
     found = sorted(
-        {p[:-2] for m, p in members
-         if len(p) >= 2 and p[-2:] == (PACKAGE, "__init__.py") and not m.is_dir() and len(p) - 2 <= MAX_DEPTH
-         and not any(_ignored(d) for d in p[:-1]) and not any(p[:k] in venvs for k in range(len(p) - 1))},
+        {
+            p[:-2]
+            for m, p in members
+            if len(p) >= 2
+            and p[-2:] == (PACKAGE, "__init__.py")
+            and not m.is_dir()
+            and len(p) - 2 <= MAX_DEPTH
+            and not any(_ignored(d) for d in p[:-1])
+            and not any(p[:k] in venvs for k in range(len(p) - 1))
+        },
         key=lambda prefix: (len(prefix), prefix),
     )
     if not found:
-        raise SubmissionError(f"no {PACKAGE}/ package (a folder with __init__.py) in the zip, outside .venv and "
-                              f"other hidden folders, at most {MAX_DEPTH} folders down")
+        raise SubmissionError(
+            f"no {PACKAGE}/ package (a folder with __init__.py) in the zip, outside .venv and "
+            f"other hidden folders, at most {MAX_DEPTH} folders down"
+        )
     shallowest = [prefix for prefix in found if len(prefix) == len(found[0])]
     if len(shallowest) > 1:
         where = ", ".join("/".join((*prefix, PACKAGE)) for prefix in shallowest[:3])
-        raise SubmissionError(f"the zip holds more than one {PACKAGE}/ package ({where}); the grader cannot tell which to grade")
+        raise SubmissionError(
+            f"the zip holds more than one {PACKAGE}/ package ({where}); the grader cannot tell which to grade"
+        )
     return found[0]
 
 
@@ -154,8 +170,7 @@ def extract_package(zip_path: Path, dest: Path) -> Path:
         members = [(m, _member_path(m)) for m in archive.infolist()]
         prefix = (*_package_prefix(members), PACKAGE)
         n = len(prefix)
-        chosen = [(m, p) for m, p in members
-                  if p[:n] == prefix and len(p) > n and not any(skipped(d) for d in p[n:])]
+        chosen = [(m, p) for m, p in members if p[:n] == prefix and len(p) > n and not any(skipped(d) for d in p[n:])]
         _extract(archive, chosen, dest)
     return dest.joinpath(*prefix)
 
@@ -179,24 +194,32 @@ def find_package(root: Path) -> Path:
         found = [d / PACKAGE for d in level if _is_package(d / PACKAGE)]
         if len(found) > 1:
             where = ", ".join(str(p.relative_to(root)) for p in found[:3])
-            raise SubmissionError(f"the submission holds more than one {PACKAGE}/ package ({where}); "
-                                  "the grader cannot tell which to grade")
+            raise SubmissionError(
+                f"the submission holds more than one {PACKAGE}/ package ({where}); "
+                "the grader cannot tell which to grade"
+            )
         if found:
             return found[0]
         below = []
         for d in level:
             scanned += 1
             if scanned > MAX_DIRS_SCANNED:
-                raise SubmissionError(f"no {PACKAGE}/ package among the first {MAX_DIRS_SCANNED} folders of the submission")
+                raise SubmissionError(
+                    f"no {PACKAGE}/ package among the first {MAX_DIRS_SCANNED} folders of the submission"
+                )
             try:
                 with os.scandir(d) as entries:
-                    subdirs = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False) and not _ignored(e.name))
+                    subdirs = sorted(
+                        e.name for e in entries if e.is_dir(follow_symlinks=False) and not _ignored(e.name)
+                    )
             except OSError:
                 continue
             below += [d / name for name in subdirs if name != PACKAGE and not (d / name / "pyvenv.cfg").exists()]
         level = below
-    raise SubmissionError(f"no {PACKAGE}/ package (a folder with __init__.py) in the submission, outside .venv and "
-                          f"other hidden folders, at most {MAX_DEPTH} folders down")
+    raise SubmissionError(
+        f"no {PACKAGE}/ package (a folder with __init__.py) in the submission, outside .venv and "
+        f"other hidden folders, at most {MAX_DEPTH} folders down"
+    )
 
 
 def copy_package(src: Path, dest: Path) -> int:
@@ -234,7 +257,9 @@ def unpack(submission: Path, scratch: Path) -> Path:
     try:
         return find_package(submission)
     except SubmissionError:
-        zips = sorted(p for p in submission.iterdir() if p.suffix.lower() == ".zip" and p.is_file() and not p.is_symlink())
+        zips = sorted(
+            p for p in submission.iterdir() if p.suffix.lower() == ".zip" and p.is_file() and not p.is_symlink()
+        )
         if len(zips) != 1:  # an uploaded zip Gradescope did not unpack
             raise
         return extract_package(zips[0], scratch)

@@ -24,10 +24,11 @@ import traceback
 import types
 from dataclasses import dataclass
 
+from safetensors.torch import save_file  # bound now: the submission may patch the module
+
 from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
 from cs336_basics.staff.grader import seccomp
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
-from safetensors.torch import save_file  # bound now: the submission may patch the module
 
 MAX_ERROR_CHARS = 2000
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
@@ -78,8 +79,13 @@ def _error_text(exc: BaseException, code_dir: str) -> str:
     root = code_dir.rstrip("/") + "/"
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for i, f in enumerate(frames) if f.filename.startswith(root) or i == len(frames) - 1][-6:]
-    text = "".join(["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(mine).format(),
-                    *traceback.format_exception_only(type(exc), exc)])
+    text = "".join(
+        [
+            "Traceback (most recent call last):\n",
+            *traceback.StackSummary.from_list(mine).format(),
+            *traceback.format_exception_only(type(exc), exc),
+        ]
+    )
     for path, name in _host_paths(code_dir):
         text = text.replace(path, name)
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
@@ -154,13 +160,18 @@ def _changed(snapshot: dict) -> list[str]:
 
 def main(job: WorkerJob) -> None:
     guard = _guard  # held in a local: the module is dropped from sys.modules below
-    recorder_methods = [(cls, name, cls.__dict__[name], cls.__dict__[name].__code__)
-                        for cls, name in ((guard.CallRecorder, "__enter__"), (guard.CallRecorder, "__exit__"),
-                                          (guard.CallRecorder, "_intact"),
-                                          (guard._FunctionRecorder, "__torch_function__"),
-                                          (guard._DispatchRecorder, "__torch_dispatch__"),
-                                          (guard._DispatcherObserver, "__enter__"),
-                                          (guard._DispatcherObserver, "__exit__"))]
+    recorder_methods = [
+        (cls, name, cls.__dict__[name], cls.__dict__[name].__code__)
+        for cls, name in (
+            (guard.CallRecorder, "__enter__"),
+            (guard.CallRecorder, "__exit__"),
+            (guard.CallRecorder, "_intact"),
+            (guard._FunctionRecorder, "__torch_function__"),
+            (guard._DispatchRecorder, "__torch_dispatch__"),
+            (guard._DispatcherObserver, "__enter__"),
+            (guard._DispatcherObserver, "__exit__"),
+        )
+    ]
     enter(job.spec, job.log_path, job.cpu_seconds)  # writes its notes for the grader, as root, to sandbox-notes
     import torch
 
@@ -216,8 +227,10 @@ def main(job: WorkerJob) -> None:
                 calls = banned + sorted(recorder.calls - set(banned))[:MAX_CALLS]
                 meta = {"calls": json.dumps(calls), "operators": str(recorder.operators)}
                 if changed:
-                    meta["error"] = (f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
-                                     "modules must leave their inputs unchanged (compute into new tensors)")
+                    meta["error"] = (
+                        f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
+                        "modules must leave their inputs unchanged (compute into new tensors)"
+                    )
                 elif isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
                     meta["error"] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
                 elif type(out) is torch.Tensor:

@@ -22,34 +22,54 @@ def _blocked(mask):
     return None if mask is None else ~mask
 
 
-@mistake("attention-mask_inverted", F, "scaled_dot_product_attention",
-         diagnosis="attention treating True in the mask as blocked (masked_fill(mask, -inf) instead of ~mask)")
+@mistake(
+    "attention-mask_inverted",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention treating True in the mask as blocked (masked_fill(mask, -inf) instead of ~mask)",
+)
 def sdpa_mask_inverted(Q, K, V, mask=None):
     return F.softmax(_masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), mask), -1) @ V
 
 
-@mistake("attention-scaled_by_d_k", F, "scaled_dot_product_attention",
-         diagnosis="attention dividing the scores by d_k instead of sqrt(d_k)")
+@mistake(
+    "attention-scaled_by_d_k",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention dividing the scores by d_k instead of sqrt(d_k)",
+)
 def sdpa_scale_by_d_k(Q, K, V, mask=None):
     return F.softmax(_masked(Q @ K.transpose(-1, -2) / Q.shape[-1], _blocked(mask)), -1) @ V
 
 
-@mistake("attention-normalised_over_queries", F, "scaled_dot_product_attention",
-         diagnosis="attention with the softmax over the queries (dim=-2) instead of over the keys (dim=-1)")
+@mistake(
+    "attention-normalised_over_queries",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention with the softmax over the queries (dim=-2) instead of over the keys (dim=-1)",
+)
 def sdpa_softmax_over_queries(Q, K, V, mask=None):
     s = _masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), _blocked(mask))
     return torch.nan_to_num(F.softmax(s, -2)) @ V
 
 
-@mistake("attention-mask_after_normalising", F, "scaled_dot_product_attention",
-         diagnosis="attention zeroing masked probabilities after the softmax (the rows no longer sum to 1)")
+@mistake(
+    "attention-mask_after_normalising",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention zeroing masked probabilities after the softmax (the rows no longer sum to 1)",
+)
 def sdpa_mask_after_softmax(Q, K, V, mask=None):
     p = F.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1)
     return (p if mask is None else p * mask) @ V
 
 
-@mistake("attention-no_scaling", F, "scaled_dot_product_attention",
-         diagnosis="attention without the 1/sqrt(d_k) scaling of the scores")
+@mistake(
+    "attention-no_scaling",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention without the 1/sqrt(d_k) scaling of the scores",
+)
 def sdpa_no_scale(Q, K, V, mask=None):
     return F.softmax(_masked(Q @ K.transpose(-1, -2), _blocked(mask)), -1) @ V
 
@@ -66,9 +86,13 @@ def _rope_with_angles(x, ang):
     return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), -1).flatten(-2)
 
 
-@mistake("rope-rotates_halves", F, "rope",
-         diagnosis="RoPE pairing x[k] with x[k + d_k/2] (Hugging Face's rotate_half) instead of adjacent pairs "
-         "(x[2k], x[2k+1])")
+@mistake(
+    "rope-rotates_halves",
+    F,
+    "rope",
+    diagnosis="RoPE pairing x[k] with x[k + d_k/2] (Hugging Face's rotate_half) instead of adjacent pairs "
+    "(x[2k], x[2k+1])",
+)
 def rope_rotate_halves(x, cos, sin, token_positions):
     c, s = cos[token_positions].to(x.dtype), sin[token_positions].to(x.dtype)
     h = x.shape[-1] // 2
@@ -76,20 +100,32 @@ def rope_rotate_halves(x, cos, sin, token_positions):
     return torch.cat([x0 * c - x1 * s, x0 * s + x1 * c], -1)
 
 
-@mistake("rope-ignores_token_positions", F, "rope",
-         diagnosis="RoPE at positions 0, 1, ..., seq-1 whatever token_positions says")
+@mistake(
+    "rope-ignores_token_positions",
+    F,
+    "rope",
+    diagnosis="RoPE at positions 0, 1, ..., seq-1 whatever token_positions says",
+)
 def rope_ignores_positions(x, cos, sin, token_positions):
     return _rope(x, cos, sin, torch.arange(x.shape[-2]))
 
 
-@mistake("rope-rotates_backwards", F, "rope",
-         diagnosis="RoPE rotating by minus the angle (the signs of the sin terms swapped)")
+@mistake(
+    "rope-rotates_backwards",
+    F,
+    "rope",
+    diagnosis="RoPE rotating by minus the angle (the signs of the sin terms swapped)",
+)
 def rope_sign_flipped(x, cos, sin, token_positions):
     return _rope(x, cos, -sin, token_positions)
 
 
-@mistake("rope-frequency_exponent_k_not_2k", F, "rope",
-         diagnosis="RoPE with frequencies theta^(-k/d_k) instead of theta^(-2k/d_k) for pair k")
+@mistake(
+    "rope-frequency_exponent_k_not_2k",
+    F,
+    "rope",
+    diagnosis="RoPE with frequencies theta^(-k/d_k) instead of theta^(-2k/d_k) for pair k",
+)
 def rope_frequency_uses_k_not_2k(x, cos, sin, token_positions):
     inv_freq = torch.acos(cos[1].double().clamp(-1, 1))  # position 1's angles: theta^(-2k/d_k), all in [0, 1]
     angles = token_positions.to(torch.float64)[..., None] * inv_freq.sqrt()  # theta^(-k/d_k)
@@ -123,8 +159,12 @@ def _causal(x):
     return F.causal_mask(x.shape[-2], x.shape[-2])
 
 
-@mistake("mha-no_causal_mask", F, "multihead_self_attention",
-         diagnosis="self-attention without the causal mask (every position sees later tokens)")
+@mistake(
+    "mha-no_causal_mask",
+    F,
+    "multihead_self_attention",
+    diagnosis="self-attention without the causal mask (every position sees later tokens)",
+)
 def mha_no_causal_mask(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
                        token_positions=None, kv_cache=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
@@ -136,8 +176,12 @@ def _split_heads_strided(t, d_k):
     return t.unflatten(-1, (d_k, -1)).transpose(-1, -2).transpose(-3, -2)  # head h takes columns h, h + H, ...
 
 
-@mistake("mha-heads_split_wrong", F, "multihead_self_attention",
-         diagnosis="self-attention splitting d_model into (d_k, num_heads) instead of (num_heads, d_k)")
+@mistake(
+    "mha-heads_split_wrong",
+    F,
+    "multihead_self_attention",
+    diagnosis="self-attention splitting d_model into (d_k, num_heads) instead of (num_heads, d_k)",
+)
 def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
                           token_positions=None, kv_cache=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_strided)
@@ -145,9 +189,13 @@ def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj
     return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
 
 
-@mistake("mha-kv_heads_tiled", F, "multihead_self_attention",
-         diagnosis="grouped-query attention with query head h reading kv head h % num_kv_heads (tiled) instead of "
-         "h // (num_heads / num_kv_heads)")
+@mistake(
+    "mha-kv_heads_tiled",
+    F,
+    "multihead_self_attention",
+    diagnosis="grouped-query attention with query head h reading kv head h % num_kv_heads (tiled) instead of "
+    "h // (num_heads / num_kv_heads)",
+)
 def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
                                   rope_cache=None, token_positions=None, kv_cache=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
@@ -157,8 +205,12 @@ def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight
     return _merge(F.scaled_dot_product_attention(q, k, v, _causal(x)), o_proj_weight)
 
 
-@mistake("mha-rotary_on_values", F, "multihead_self_attention",
-         diagnosis="self-attention rotating the values as well as the queries and keys")
+@mistake(
+    "mha-rotary_on_values",
+    F,
+    "multihead_self_attention",
+    diagnosis="self-attention rotating the values as well as the queries and keys",
+)
 def mha_rope_on_values(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
                        token_positions=None, kv_cache=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
@@ -170,9 +222,13 @@ def _split_heads_without_transpose(t, d_k):
     return t.reshape(*t.shape[:-2], -1, t.shape[-2], d_k)  # (..., seq, H * d_k) read as (..., H, seq, d_k)
 
 
-@mistake("mha-heads_reshaped_without_transpose", F, "multihead_self_attention",
-         diagnosis="self-attention splitting the heads with a reshape to (num_heads, seq, d_k) and no transpose "
-         "(each head then mixes positions)")
+@mistake(
+    "mha-heads_reshaped_without_transpose",
+    F,
+    "multihead_self_attention",
+    diagnosis="self-attention splitting the heads with a reshape to (num_heads, seq, d_k) and no transpose "
+    "(each head then mixes positions)",
+)
 def mha_heads_reshaped_without_transpose(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
                                          rope_cache=None, token_positions=None, kv_cache=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_without_transpose)
@@ -181,9 +237,13 @@ def mha_heads_reshaped_without_transpose(x, q_proj_weight, k_proj_weight, v_proj
     return out.reshape(*x.shape[:-1], -1) @ o_proj_weight.T  # merged back with the same reshape
 
 
-@mistake("mha-causal_mask_hides_the_diagonal", F, "causal_mask",
-         diagnosis="a causal mask with j < i instead of j <= i: each position cannot see itself (and the first "
-         "sees nothing)")
+@mistake(
+    "mha-causal_mask_hides_the_diagonal",
+    F,
+    "causal_mask",
+    diagnosis="a causal mask with j < i instead of j <= i: each position cannot see itself (and the first "
+    "sees nothing)",
+)
 def causal_mask_strict(num_queries, num_keys, device=None):
     offset = num_keys - num_queries
     return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=offset - 1)
@@ -192,15 +252,23 @@ def causal_mask_strict(num_queries, num_keys, device=None):
 # ---- decoder layer and lm (as forward functions of the modules) ---------------------------------------
 
 
-@mistake("block-post_norm", TransformerBlock, "forward",
-         diagnosis="the decoder layer normalising after each residual sum (post-norm)")
+@mistake(
+    "block-post_norm",
+    TransformerBlock,
+    "forward",
+    diagnosis="the decoder layer normalising after each residual sum (post-norm)",
+)
 def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None):
     h = block.ln1(x + block.attn(x, token_positions, kv_cache))  # Vaswani et al. 2017
     return block.ln2(h + block.ffn(h))
 
 
-@mistake("block-ffn_reads_block_input", TransformerBlock, "forward",
-         diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention")
+@mistake(
+    "block-ffn_reads_block_input",
+    TransformerBlock,
+    "forward",
+    diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention",
+)
 def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None):
     h = x + block.attn(block.ln1(x), token_positions, kv_cache)
     return h + block.ffn(block.ln2(x))  # a parallel block by accident
@@ -212,9 +280,13 @@ def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None):
     return h + block.ffn(block.ln1(h))
 
 
-@mistake("block-second_residual_adds_input", TransformerBlock, "forward",
-         diagnosis="the decoder layer's second residual adding the layer's input x instead of h = x + attention "
-         "(x + FFN(Norm(h)))")
+@mistake(
+    "block-second_residual_adds_input",
+    TransformerBlock,
+    "forward",
+    diagnosis="the decoder layer's second residual adding the layer's input x instead of h = x + attention "
+    "(x + FFN(Norm(h)))",
+)
 def decoder_block_second_residual_adds_input(block, x, token_positions=None, kv_cache=None):
     h = x + block.attn(block.ln1(x), token_positions, kv_cache)
     return x + block.ffn(block.ln2(h))
@@ -231,22 +303,31 @@ def _head(model):
     return model.token_embeddings.weight if model.lm_head is None else model.lm_head.weight
 
 
-@mistake("lm-no_final_norm", TransformerLM, "forward",
-         diagnosis="the language model without ln_final before the output head")
+@mistake(
+    "lm-no_final_norm", TransformerLM, "forward", diagnosis="the language model without ln_final before the output head"
+)
 def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None):
     return F.linear(_layers(model, in_indices, token_positions), _head(model))  # the cache ignored too
 
 
-@mistake("lm-returns_probabilities", TransformerLM, "forward",
-         diagnosis="the language model returning softmax probabilities instead of logits")
+@mistake(
+    "lm-returns_probabilities",
+    TransformerLM,
+    "forward",
+    diagnosis="the language model returning softmax probabilities instead of logits",
+)
 def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None):
     x = _layers(model, in_indices, token_positions)  # the cache ignored too
     return F.softmax(F.linear(model.ln_final(x), _head(model)), -1)
 
 
-@mistake("lm-head_always_tied", TransformerLM, "forward",
-         diagnosis="the language model using token_embeddings.weight as the output head even when lm_head.weight "
-         "is given (untied)")
+@mistake(
+    "lm-head_always_tied",
+    TransformerLM,
+    "forward",
+    diagnosis="the language model using token_embeddings.weight as the output head even when lm_head.weight "
+    "is given (untied)",
+)
 def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None):
     # (positions starting at 1 instead of 0 would be no mistake: RoPE scores depend only on offsets)
     x = _layers(model, in_indices, token_positions, kv_cache)
@@ -261,8 +342,12 @@ def _prefill(model, prompt_ids, max_new_tokens):
     return ids, min(max_new_tokens, model.config.context_length - ids.shape[-1])
 
 
-@mistake("generate-positions_restart_with_cache", generation, "generate",
-         diagnosis="generation feeding each new token at position 0 (not after the cached ones)")
+@mistake(
+    "generate-positions_restart_with_cache",
+    generation,
+    "generate",
+    diagnosis="generation feeding each new token at position 0 (not after the cached ones)",
+)
 def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                                generator=None, use_cache=True):  # fmt: skip
     ids, budget = _prefill(model, prompt_ids, max_new_tokens)
@@ -276,8 +361,12 @@ def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.
                 logits = model(token[:, None], token_positions=torch.tensor([0]), kv_cache=cache)[:, -1]
 
 
-@mistake("generate-next_token_from_first_position", generation, "generate",
-         diagnosis="generation choosing each token from the logits of the first position instead of the last")
+@mistake(
+    "generate-next_token_from_first_position",
+    generation,
+    "generate",
+    diagnosis="generation choosing each token from the logits of the first position instead of the last",
+)
 def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                                  generator=None, use_cache=True):  # fmt: skip
     ids, budget = _prefill(model, prompt_ids, max_new_tokens)
@@ -287,8 +376,12 @@ def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=
             yield int(ids[0, -1])
 
 
-@mistake("generate-newest_token_alone", generation, "generate",
-         diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)")
+@mistake(
+    "generate-newest_token_alone",
+    generation,
+    "generate",
+    diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)",
+)
 def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                                 generator=None, use_cache=True):  # fmt: skip
     ids, budget = _prefill(model, prompt_ids, max_new_tokens)
@@ -300,9 +393,12 @@ def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0
             logits = model(token[:, None], token_positions=torch.tensor([ids.shape[-1] + step]))[:, -1]
 
 
-@mistake("generate-previous_token_after_prefill", generation, "generate",
-         diagnosis="generation feeding the model the token before the one it just chose (one step behind after the "
-         "prompt)")
+@mistake(
+    "generate-previous_token_after_prefill",
+    generation,
+    "generate",
+    diagnosis="generation feeding the model the token before the one it just chose (one step behind after the prompt)",
+)
 def generate_previous_token(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                             generator=None, use_cache=True):  # fmt: skip
     ids, budget = _prefill(model, prompt_ids, max_new_tokens)

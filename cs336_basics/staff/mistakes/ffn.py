@@ -13,14 +13,23 @@ from . import mistake, plus_bias, up
 # ---- linear and embedding ---------------------------------------------------------------------
 
 
-@mistake("linear-transposed_weight", F, "linear", raises=(RuntimeError,),
-         diagnosis="Linear multiplying by W instead of W^T (x @ weight, with weight stored (d_out, d_in))")
+@mistake(
+    "linear-transposed_weight",
+    F,
+    "linear",
+    raises=(RuntimeError,),
+    diagnosis="Linear multiplying by W instead of W^T (x @ weight, with weight stored (d_out, d_in))",
+)
 def linear_transposed(x, weight, bias=None):
     return plus_bias(x @ weight, bias)
 
 
-@mistake("linear-stray_bias", F, "linear",
-         diagnosis="Linear with a bias that was never loaded (an unused torch.nn.Linear-style bias left in)")
+@mistake(
+    "linear-stray_bias",
+    F,
+    "linear",
+    diagnosis="Linear with a bias that was never loaded (an unused torch.nn.Linear-style bias left in)",
+)
 def linear_with_stray_bias(x, weight, bias=None):
     # torch.nn.Linear's default bias, left in and never loaded: U(-1/sqrt(d_in), 1/sqrt(d_in))
     g = torch.Generator().manual_seed(0)
@@ -29,8 +38,13 @@ def linear_with_stray_bias(x, weight, bias=None):
     return plus_bias(x @ weight.T + stray.to(x.dtype), bias)
 
 
-@mistake("linear-crash_on_2d_or_4d_input", F, "linear", raises=(RuntimeError,),
-         diagnosis="Linear written for 3-D input only (it must take any number of leading dimensions)")
+@mistake(
+    "linear-crash_on_2d_or_4d_input",
+    F,
+    "linear",
+    raises=(RuntimeError,),
+    diagnosis="Linear written for 3-D input only (it must take any number of leading dimensions)",
+)
 def linear_only_3d(x, weight, bias=None):
     return plus_bias(torch.einsum("bsi,oi->bso", x, weight), bias)
 
@@ -40,8 +54,12 @@ def embedding_off_by_one(token_ids, weight):
     return weight[token_ids - 1]
 
 
-@mistake("embedding-one_hot_matmul_in_bf16", F, "embedding",
-         diagnosis="Embedding as a one-hot matrix product in bfloat16, which rounds the rows")
+@mistake(
+    "embedding-one_hot_matmul_in_bf16",
+    F,
+    "embedding",
+    diagnosis="Embedding as a one-hot matrix product in bfloat16, which rounds the rows",
+)
 def embedding_one_hot_matmul_in_input_dtype(token_ids, weight):
     one_hot = torch.nn.functional.one_hot(token_ids, weight.shape[0]).to(torch.bfloat16)
     return (one_hot @ weight.to(torch.bfloat16)).to(weight.dtype)
@@ -65,21 +83,33 @@ def silu_is_relu(x):
     return torch.relu(x)
 
 
-@mistake("silu-sigmoid_as_exp_ratio_overflows", F, "silu",
-         diagnosis="SiLU with sigmoid written as exp(x) / (1 + exp(x)), which is inf / inf = NaN for large x")
+@mistake(
+    "silu-sigmoid_as_exp_ratio_overflows",
+    F,
+    "silu",
+    diagnosis="SiLU with sigmoid written as exp(x) / (1 + exp(x)), which is inf / inf = NaN for large x",
+)
 def silu_as_exp_ratio(x):
     return x * torch.exp(x) / (1 + torch.exp(x))
 
 
-@mistake("gelu-tanh_for_exact", F, "gelu",
-         diagnosis="GELU using the tanh approximation where the exact erf form was asked for")
+@mistake(
+    "gelu-tanh_for_exact",
+    F,
+    "gelu",
+    diagnosis="GELU using the tanh approximation where the exact erf form was asked for",
+)
 def gelu_always_tanh(x, approximate="none"):
     x_c = up(x)
     return (0.5 * x_c * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x_c + 0.044715 * x_c**3)))).to(x.dtype)
 
 
-@mistake("gelu-exact_for_tanh", F, "gelu",
-         diagnosis="GELU using the exact erf form where the tanh approximation was asked for")
+@mistake(
+    "gelu-exact_for_tanh",
+    F,
+    "gelu",
+    diagnosis="GELU using the exact erf form where the tanh approximation was asked for",
+)
 def gelu_always_exact(x, approximate="none"):
     x_c = up(x)
     return (0.5 * x_c * (1 + torch.erf(x_c / math.sqrt(2)))).to(x.dtype)
@@ -91,8 +121,12 @@ def gelu_sigmoid_approximation(x, approximate="none"):
     return (x_c * torch.sigmoid(1.702 * x_c)).to(x.dtype)
 
 
-@mistake("softmax-no_max_subtraction", F, "softmax",
-         diagnosis="softmax without subtracting the max first (exp overflows for large logits)")
+@mistake(
+    "softmax-no_max_subtraction",
+    F,
+    "softmax",
+    diagnosis="softmax without subtracting the max first (exp overflows for large logits)",
+)
 def softmax_without_max_subtraction(x, dim=-1):
     e = torch.exp(up(x))
     return (e / e.sum(dim, keepdim=True)).to(x.dtype)
@@ -103,7 +137,9 @@ def softmax_always_last_dim(x, dim=-1):
     return torch.softmax(x, dim=-1)
 
 
-@mistake("softmax-divides_by_max", F, "softmax", diagnosis="softmax dividing by the largest exp instead of the sum of exps")
+@mistake(
+    "softmax-divides_by_max", F, "softmax", diagnosis="softmax dividing by the largest exp instead of the sum of exps"
+)
 def softmax_divides_by_max(x, dim=-1):
     e = torch.exp(up(x) - up(x).amax(dim, keepdim=True))
     return (e / e.amax(dim, keepdim=True)).to(x.dtype)
@@ -117,21 +153,33 @@ def _rmsnorm(x, weight, eps):
     return (x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps) * up(weight)).to(x.dtype)
 
 
-@mistake("rmsnorm-eps_outside_sqrt", F, "rmsnorm",
-         diagnosis="RMSNorm with epsilon outside the square root: x / (sqrt(mean(x^2)) + eps)")
+@mistake(
+    "rmsnorm-eps_outside_sqrt",
+    F,
+    "rmsnorm",
+    diagnosis="RMSNorm with epsilon outside the square root: x / (sqrt(mean(x^2)) + eps)",
+)
 def rmsnorm_eps_outside_sqrt(x, weight, eps=1e-5, cast_before_gain=False):
     x_c = up(x)
     return (x_c / (x_c.pow(2).mean(-1, keepdim=True).sqrt() + eps) * up(weight)).to(x.dtype)
 
 
-@mistake("rmsnorm-no_float32_upcast", F, "rmsnorm",
-         diagnosis="RMSNorm computed in the input's 16-bit dtype (x^2 overflows float16): upcast to float32 first")
+@mistake(
+    "rmsnorm-no_float32_upcast",
+    F,
+    "rmsnorm",
+    diagnosis="RMSNorm computed in the input's 16-bit dtype (x^2 overflows float16): upcast to float32 first",
+)
 def rmsnorm_no_upcast(x, weight, eps=1e-5, cast_before_gain=False):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
-@mistake("rmsnorm-subtracts_the_mean", F, "rmsnorm",
-         diagnosis="RMSNorm that subtracts the mean (that is LayerNorm without a bias)")
+@mistake(
+    "rmsnorm-subtracts_the_mean",
+    F,
+    "rmsnorm",
+    diagnosis="RMSNorm that subtracts the mean (that is LayerNorm without a bias)",
+)
 def rmsnorm_is_layernorm(x, weight, eps=1e-5, cast_before_gain=False):
     return _rmsnorm(up(x) - up(x).mean(-1, keepdim=True), weight, eps).to(x.dtype)
 
@@ -142,15 +190,20 @@ def rmsnorm_missing_gain(x, weight, eps=1e-5, cast_before_gain=False):
     return (x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
 
 
-@mistake("rmsnorm-sum_not_mean", F, "rmsnorm",
-         diagnosis="RMSNorm with the sum of squares where the mean of squares belongs")
+@mistake(
+    "rmsnorm-sum_not_mean", F, "rmsnorm", diagnosis="RMSNorm with the sum of squares where the mean of squares belongs"
+)
 def rmsnorm_sum_not_mean(x, weight, eps=1e-5, cast_before_gain=False):
     x_c = up(x)
     return (x_c * torch.rsqrt(x_c.pow(2).sum(-1, keepdim=True) + eps) * up(weight)).to(x.dtype)
 
 
-@mistake("rmsnorm-over_whole_tensor", F, "rmsnorm",
-         diagnosis="RMSNorm taking the mean over the whole tensor instead of the last dimension")
+@mistake(
+    "rmsnorm-over_whole_tensor",
+    F,
+    "rmsnorm",
+    diagnosis="RMSNorm taking the mean over the whole tensor instead of the last dimension",
+)
 def rmsnorm_over_whole_tensor(x, weight, eps=1e-5, cast_before_gain=False):
     x_c = up(x)
     return (x_c * torch.rsqrt(x_c.pow(2).mean() + eps) * up(weight)).to(x.dtype)
@@ -161,16 +214,21 @@ def rmsnorm_eps_ignored(x, weight, eps=1e-5, cast_before_gain=False):
     return _rmsnorm(x, weight, 1e-5)  # the eps argument never reaches the kernel
 
 
-@mistake("layernorm-unbiased_variance", F, "layernorm",
-         diagnosis="LayerNorm with the unbiased variance (divide by d_model - 1 instead of d_model)")
+@mistake(
+    "layernorm-unbiased_variance",
+    F,
+    "layernorm",
+    diagnosis="LayerNorm with the unbiased variance (divide by d_model - 1 instead of d_model)",
+)
 def layernorm_unbiased_variance(x, weight, bias, eps=1e-5):
     x_c = up(x)
     out = (x_c - x_c.mean(-1, keepdim=True)) * torch.rsqrt(x_c.var(-1, keepdim=True, unbiased=True) + eps)
     return (out * up(weight) + (0 if bias is None else up(bias))).to(x.dtype)
 
 
-@mistake("layernorm-no_centering", F, "layernorm",
-         diagnosis="LayerNorm without subtracting the mean (RMSNorm plus a bias)")
+@mistake(
+    "layernorm-no_centering", F, "layernorm", diagnosis="LayerNorm without subtracting the mean (RMSNorm plus a bias)"
+)
 def layernorm_no_centering(x, weight, bias, eps=1e-5):
     return (up(_rmsnorm(x, weight, eps)) + (0 if bias is None else up(bias))).to(x.dtype)
 
@@ -180,9 +238,13 @@ def layernorm_missing_bias(x, weight, bias, eps=1e-5):
     return torch.nn.functional.layer_norm(up(x), x.shape[-1:], up(weight), None, eps).to(x.dtype)
 
 
-@mistake("layernorm-no_float32_upcast", F, "layernorm",
-         diagnosis="LayerNorm computed in bfloat16 (the mean of large values loses the centred part): upcast to "
-         "float32 first")
+@mistake(
+    "layernorm-no_float32_upcast",
+    F,
+    "layernorm",
+    diagnosis="LayerNorm computed in bfloat16 (the mean of large values loses the centred part): upcast to "
+    "float32 first",
+)
 def layernorm_no_upcast(x, weight, bias, eps=1e-5):
     mean = x.mean(-1, keepdim=True)
     var = (x - mean).pow(2).mean(-1, keepdim=True)
@@ -192,8 +254,12 @@ def layernorm_no_upcast(x, weight, bias, eps=1e-5):
 # ---- feed-forward networks and the FFN block ---------------------------------------------------------
 
 
-@mistake("swiglu-w1_w3_swapped", F, "swiglu_ffn",
-         diagnosis="SwiGLU with w1 and w3 swapped (SiLU on the up projection W3 x, not the gate W1 x)")
+@mistake(
+    "swiglu-w1_w3_swapped",
+    F,
+    "swiglu_ffn",
+    diagnosis="SwiGLU with w1 and w3 swapped (SiLU on the up projection W3 x, not the gate W1 x)",
+)
 def swiglu_w1_w3_swapped(x, w1, w2, w3, activation="silu"):
     return F.linear(F.silu(F.linear(x, w3)) * F.linear(x, w1), w2)
 
@@ -203,8 +269,9 @@ def swiglu_silu_on_up_branch_too(x, w1, w2, w3, activation="silu"):
     return F.linear(F.silu(F.linear(x, w1)) * F.silu(F.linear(x, w3)), w2)
 
 
-@mistake("swiglu-gaussian_cdf_gate", F, "swiglu_ffn",
-         diagnosis="SwiGLU gated with GELU instead of SiLU (that is GeGLU)")
+@mistake(
+    "swiglu-gaussian_cdf_gate", F, "swiglu_ffn", diagnosis="SwiGLU gated with GELU instead of SiLU (that is GeGLU)"
+)
 def swiglu_gelu_for_silu(x, w1, w2, w3, activation="silu"):
     return F.linear(F.gelu(F.linear(x, w1)) * F.linear(x, w3), w2)
 
@@ -219,50 +286,82 @@ def swiglu_without_gate(x, w1, w2, w3, activation="silu"):
     return F.linear(F.silu(F.linear(x, w1)), w2)
 
 
-@mistake("swiglu-activation_after_product", F, "swiglu_ffn",
-         diagnosis="SwiGLU applying SiLU after the product: W2 SiLU(W1 x * W3 x)")
+@mistake(
+    "swiglu-activation_after_product",
+    F,
+    "swiglu_ffn",
+    diagnosis="SwiGLU applying SiLU after the product: W2 SiLU(W1 x * W3 x)",
+)
 def swiglu_silu_after_product(x, w1, w2, w3, activation="silu"):
     return F.linear(F.silu(F.linear(x, w1) * F.linear(x, w3)), w2)
 
 
-@mistake("positionwise_ffn-ignores_biases", F, "positionwise_ffn",
-         diagnosis="the position-wise FFN without its biases b1 and b2")
+@mistake(
+    "positionwise_ffn-ignores_biases",
+    F,
+    "positionwise_ffn",
+    diagnosis="the position-wise FFN without its biases b1 and b2",
+)
 def positionwise_ignores_biases(x, w1, b1, w2, b2, activation="gelu"):
     return F.linear(F.gelu(F.linear(x, w1)), w2)
 
 
-@mistake("positionwise_ffn-relu_activation", F, "positionwise_ffn",
-         diagnosis="the position-wise FFN with ReLU where its activation argument says GELU")
+@mistake(
+    "positionwise_ffn-relu_activation",
+    F,
+    "positionwise_ffn",
+    diagnosis="the position-wise FFN with ReLU where its activation argument says GELU",
+)
 def positionwise_relu_for_gelu(x, w1, b1, w2, b2, activation="gelu"):
     return F.linear(F.relu(F.linear(x, w1) + b1), w2) + b2
 
 
-@mistake("positionwise_ffn-bias_after_activation", F, "positionwise_ffn",
-         diagnosis="the position-wise FFN adding b1 after the activation instead of before")
+@mistake(
+    "positionwise_ffn-bias_after_activation",
+    F,
+    "positionwise_ffn",
+    diagnosis="the position-wise FFN adding b1 after the activation instead of before",
+)
 def positionwise_bias_after_activation(x, w1, b1, w2, b2, activation="gelu"):
     return F.linear(F.gelu(F.linear(x, w1)) + b1, w2) + b2
 
 
-@mistake("positionwise_ffn-activation_ignored", F, "positionwise_ffn",
-         diagnosis="the position-wise FFN applying GELU whatever its activation argument says")
+@mistake(
+    "positionwise_ffn-activation_ignored",
+    F,
+    "positionwise_ffn",
+    diagnosis="the position-wise FFN applying GELU whatever its activation argument says",
+)
 def positionwise_always_gelu(x, w1, b1, w2, b2, activation="gelu"):
     return F.linear(F.gelu(F.linear(x, w1) + b1), w2) + b2
 
 
-@mistake("ffn_block-post_norm", FFNBlock, "forward",
-         diagnosis="the block normalising after the residual sum (post-norm: Norm(x + FFN(x)))")
+@mistake(
+    "ffn_block-post_norm",
+    FFNBlock,
+    "forward",
+    diagnosis="the block normalising after the residual sum (post-norm: Norm(x + FFN(x)))",
+)
 def block_post_norm(self, x):
     return self.ffn_norm(x + self.feed_forward(x))
 
 
-@mistake("ffn_block-no_residual", FFNBlock, "forward",
-         diagnosis="the block without the residual connection (FFN(Norm(x)) alone)")
+@mistake(
+    "ffn_block-no_residual",
+    FFNBlock,
+    "forward",
+    diagnosis="the block without the residual connection (FFN(Norm(x)) alone)",
+)
 def block_no_residual(self, x):
     return self.feed_forward(self.ffn_norm(x))
 
 
-@mistake("ffn_block-residual_of_normed_input", FFNBlock, "forward",
-         diagnosis="the block adding the normalised input instead of x (Norm(x) + FFN(Norm(x)))")
+@mistake(
+    "ffn_block-residual_of_normed_input",
+    FFNBlock,
+    "forward",
+    diagnosis="the block adding the normalised input instead of x (Norm(x) + FFN(Norm(x)))",
+)
 def block_residual_of_normed_input(self, x):
     h = self.ffn_norm(x)
     return h + self.feed_forward(h)

@@ -14,28 +14,40 @@ from . import mistake
 _shard_state_dict = convert.shard_state_dict  # the right one, kept before any patching
 
 
-@mistake("parallel-wrong_shard_axis", convert, "shard_state_dict",
-         raises=(ValueError,),  # a non-square weight's shard does not fit the layer
-         diagnosis="weights sharded along the wrong axis (column-parallel split by input columns, row-parallel by "
-         "output rows)")
+@mistake(
+    "parallel-wrong_shard_axis",
+    convert,
+    "shard_state_dict",
+    raises=(ValueError,),  # a non-square weight's shard does not fit the layer
+    diagnosis="weights sharded along the wrong axis (column-parallel split by input columns, row-parallel by "
+    "output rows)",
+)
 def parallel_shard_along_wrong_axis(state_dict, plan, rank, world_size):
     # column-parallel weights split along d_in, row-parallel along d_out: Megatron's transposed
     flipped = {k: (None if d is None else 1 - d) for k, d in plan.items()}
     return _shard_state_dict(state_dict, flipped, rank, world_size)
 
 
-@mistake("parallel-row_missing_all_reduce", RowParallelLinear, "forward",
-         diagnosis="the row-parallel layer returning its own partial product x_r W_r^T, without the all-reduce (g) "
-         "that sums the ranks' partial products")
+@mistake(
+    "parallel-row_missing_all_reduce",
+    RowParallelLinear,
+    "forward",
+    diagnosis="the row-parallel layer returning its own partial product x_r W_r^T, without the all-reduce (g) "
+    "that sums the ranks' partial products",
+)
 def parallel_row_without_all_reduce(self, x):
     if not self.input_is_parallel:
         x = comm.scatter_to_parallel_region(x, self.group)
     return F.linear(x, self.weight)  # this rank's partial product, never summed
 
 
-@mistake("parallel-ffn_all_reduce_after_w1", ParallelSwiGLUFFN, "forward",
-         diagnosis="the parallel FFN all-reducing W1 x before SiLU: each rank holds different hidden units, not "
-         "partial sums of the same ones")
+@mistake(
+    "parallel-ffn_all_reduce_after_w1",
+    ParallelSwiGLUFFN,
+    "forward",
+    diagnosis="the parallel FFN all-reducing W1 x before SiLU: each rank holds different hidden units, not "
+    "partial sums of the same ones",
+)
 def parallel_ffn_all_reduce_after_w1(self, x):
     act = F.get_activation(self.activation)
     gate = comm.reduce_from_parallel_region(self.w1(x), self.w1.group)  # sums unit j of every rank
@@ -45,9 +57,14 @@ def parallel_ffn_all_reduce_after_w1(self, x):
 # ---- seen by no forward snapshot: each fails the tests/test_parallel_layers.py test named by caught_by
 
 
-@mistake("parallel-ffn_gather_before_product", ParallelSwiGLUFFN, "forward", caught_by="collectives",
-         diagnosis="the parallel FFN all-gathering W1 x and W3 x to the full d_ff before the product: right numbers, "
-         "two all-gathers and a full-width product too many")
+@mistake(
+    "parallel-ffn_gather_before_product",
+    ParallelSwiGLUFFN,
+    "forward",
+    caught_by="collectives",
+    diagnosis="the parallel FFN all-gathering W1 x and W3 x to the full d_ff before the product: right numbers, "
+    "two all-gathers and a full-width product too many",
+)
 def parallel_ffn_gather_before_product(self, x):
     act = F.get_activation(self.activation)
     gate = comm.gather_from_parallel_region(self.w1(x), self.w1.group)  # (..., d_ff)
@@ -65,8 +82,13 @@ class _CopyWithoutBackwardAllReduce(torch.autograd.Function):
         return grad, None  # each rank keeps only its shard's share of the input gradient
 
 
-@mistake("parallel-f_backward_missing_all_reduce", parallel_column, "copy_to_parallel_region", caught_by="input grad",
-         diagnosis="f without the all-reduce in backward: each rank's input gradient is only its shard's share")
+@mistake(
+    "parallel-f_backward_missing_all_reduce",
+    parallel_column,
+    "copy_to_parallel_region",
+    caught_by="input grad",
+    diagnosis="f without the all-reduce in backward: each rank's input gradient is only its shard's share",
+)
 def parallel_f_without_backward_all_reduce(x, group=None):
     return x if comm._group_size(group) == 1 else _CopyWithoutBackwardAllReduce.apply(x, group)
 
@@ -82,7 +104,12 @@ class _ReduceAlsoInBackward(torch.autograd.Function):
         return comm._all_reduce(grad, ctx.group), None  # grad is already replicated: W times too large
 
 
-@mistake("parallel-g_all_reduce_in_backward", parallel_row, "reduce_from_parallel_region", caught_by="grad",
-         diagnosis="g all-reducing in backward too: every upstream gradient W times too large")
+@mistake(
+    "parallel-g_all_reduce_in_backward",
+    parallel_row,
+    "reduce_from_parallel_region",
+    caught_by="grad",
+    diagnosis="g all-reducing in backward too: every upstream gradient W times too large",
+)
 def parallel_g_all_reduce_in_backward(x, group=None):
     return x if comm._group_size(group) == 1 else _ReduceAlsoInBackward.apply(x, group)

@@ -27,40 +27,60 @@ def _logsumexp(x, dim=-1):
     return (torch.log(torch.exp(x - m).sum(dim, keepdim=True)) + m).squeeze(dim)
 
 
-@mistake("cross_entropy-log_of_probability", F, "cross_entropy",
-         diagnosis="cross-entropy as -log(softmax(x)[target]): a probability that rounds to 0 gives log(0) = -inf "
-                   "(use logsumexp(x) - x[target])")
+@mistake(
+    "cross_entropy-log_of_probability",
+    F,
+    "cross_entropy",
+    diagnosis="cross-entropy as -log(softmax(x)[target]): a probability that rounds to 0 gives log(0) = -inf "
+    "(use logsumexp(x) - x[target])",
+)
 def cross_entropy_log_of_softmax(inputs, targets):
     x, t = _flat(inputs, targets)
     probs = F.softmax(x, dim=-1)  # stable, but a tiny probability rounds to 0 and its log is -inf
     return (-torch.log(_target_logit(probs, t))).mean().to(inputs.dtype)
 
 
-@mistake("cross_entropy-no_max_subtraction", F, "cross_entropy",
-         diagnosis="cross-entropy as log(sum(exp(x))) - x[target] without subtracting the max (exp overflows)")
+@mistake(
+    "cross_entropy-no_max_subtraction",
+    F,
+    "cross_entropy",
+    diagnosis="cross-entropy as log(sum(exp(x))) - x[target] without subtracting the max (exp overflows)",
+)
 def cross_entropy_no_max_subtraction(inputs, targets):
     x, t = _flat(inputs, targets)
     return (torch.log(torch.exp(x).sum(-1)) - _target_logit(x, t)).mean().to(inputs.dtype)
 
 
-@mistake("cross_entropy-sum_not_mean", F, "cross_entropy",
-         diagnosis="cross-entropy summed over positions instead of averaged")
+@mistake(
+    "cross_entropy-sum_not_mean",
+    F,
+    "cross_entropy",
+    diagnosis="cross-entropy summed over positions instead of averaged",
+)
 def cross_entropy_sum_not_mean(inputs, targets):
     x, t = _flat(inputs, targets)
     return (_logsumexp(x) - _target_logit(x, t)).sum().to(inputs.dtype)
 
 
-@mistake("cross_entropy-normalised_over_positions", F, "cross_entropy",
-         diagnosis="cross-entropy with the softmax over the first (batch) dimension instead of the last (classes)")
+@mistake(
+    "cross_entropy-normalised_over_positions",
+    F,
+    "cross_entropy",
+    diagnosis="cross-entropy with the softmax over the first (batch) dimension instead of the last (classes)",
+)
 def cross_entropy_normalised_over_positions(inputs, targets):
     x = up(inputs)
     log_probs = x - _logsumexp(x, 0).unsqueeze(0)
     return (-_target_logit(log_probs, targets)).mean().to(inputs.dtype)
 
 
-@mistake("cross_entropy-indexed_not_gathered", F, "cross_entropy",
-         diagnosis="cross-entropy taking x[:, targets] (every row's logit of every target) instead of each "
-                   "row's own target logit (gather)")
+@mistake(
+    "cross_entropy-indexed_not_gathered",
+    F,
+    "cross_entropy",
+    diagnosis="cross-entropy taking x[:, targets] (every row's logit of every target) instead of each "
+    "row's own target logit (gather)",
+)
 def cross_entropy_indexed_not_gathered(inputs, targets):
     x, t = _flat(inputs, targets)
     return (_logsumexp(x)[:, None] - x[:, t]).mean().to(inputs.dtype)  # x[:, t] is (N, N)
@@ -109,8 +129,11 @@ def _moments(g, state, beta1, beta2):
     return state["m"] / (1 - beta1**t), state["v"] / (1 - beta2**t)
 
 
-@_adamw("adamw-l2_in_gradient", diagnosis="Adam with L2 regularisation (weight_decay * theta added to the gradient) "
-                                          "instead of decoupled weight decay")
+@_adamw(
+    "adamw-l2_in_gradient",
+    diagnosis="Adam with L2 regularisation (weight_decay * theta added to the gradient) "
+    "instead of decoupled weight decay",
+)
 def adamw_l2_in_gradient(p, g, state, lr, beta1, beta2, eps, weight_decay):
     m_hat, v_hat = _moments(g + weight_decay * p, state, beta1, beta2)
     p.sub_(lr * m_hat / (v_hat.sqrt() + eps))
@@ -123,16 +146,20 @@ def adamw_no_bias_correction(p, g, state, lr, beta1, beta2, eps, weight_decay):
     p.sub_(lr * state["m"] / (state["v"].sqrt() + eps))
 
 
-@_adamw("adamw-eps_inside_sqrt",
-        diagnosis="AdamW with eps inside the square root: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps")
+@_adamw(
+    "adamw-eps_inside_sqrt",
+    diagnosis="AdamW with eps inside the square root: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps",
+)
 def adamw_eps_inside_sqrt(p, g, state, lr, beta1, beta2, eps, weight_decay):
     p.mul_(1 - lr * weight_decay)
     m_hat, v_hat = _moments(g, state, beta1, beta2)
     p.sub_(lr * m_hat / (v_hat + eps).sqrt())
 
 
-@_adamw("adamw-moments_after_update",
-        diagnosis="AdamW updating theta with the previous step's m and v (moments updated after the step)")
+@_adamw(
+    "adamw-moments_after_update",
+    diagnosis="AdamW updating theta with the previous step's m and v (moments updated after the step)",
+)
 def adamw_moments_after_update(p, g, state, lr, beta1, beta2, eps, weight_decay):
     t = state["step"]
     p.mul_(1 - lr * weight_decay)
@@ -140,9 +167,11 @@ def adamw_moments_after_update(p, g, state, lr, beta1, beta2, eps, weight_decay)
     _moments(g, state, beta1, beta2)
 
 
-@_adamw("adamw-decay_scaled_by_adapted_rate",
-        diagnosis="AdamW decaying by alpha_t * weight_decay * theta (the bias-corrected rate) instead of "
-                  "lr * weight_decay * theta")
+@_adamw(
+    "adamw-decay_scaled_by_adapted_rate",
+    diagnosis="AdamW decaying by alpha_t * weight_decay * theta (the bias-corrected rate) instead of "
+    "lr * weight_decay * theta",
+)
 def adamw_decay_scaled_by_adapted_rate(p, g, state, lr, beta1, beta2, eps, weight_decay):
     alpha_t = lr * math.sqrt(1 - beta2 ** state["step"]) / (1 - beta1 ** state["step"])
     m_hat, v_hat = _moments(g, state, beta1, beta2)
@@ -171,39 +200,59 @@ def _cosine(it, max_lr, min_lr, warmup, cycle):
     return min_lr + 0.5 * (1 + math.cos(math.pi * (it - warmup) / (cycle - warmup))) * (max_lr - min_lr)
 
 
-@mistake("lr_schedule-warmup_off_by_one", optim, "get_lr_cosine_schedule",
-         diagnosis="the schedule warming up as (it + 1) / warmup_iters (it must be 0 at it = 0)")
+@mistake(
+    "lr_schedule-warmup_off_by_one",
+    optim,
+    "get_lr_cosine_schedule",
+    diagnosis="the schedule warming up as (it + 1) / warmup_iters (it must be 0 at it = 0)",
+)
 def lr_warmup_off_by_one(it, max_lr, min_lr, warmup, cycle):
     if it < warmup:
         return _warmup(it + 1, max_lr, warmup)
     return min_lr if it > cycle else _cosine(it, max_lr, min_lr, warmup, cycle)
 
 
-@mistake("lr_schedule-cosine_over_whole_cycle", optim, "get_lr_cosine_schedule",
-         diagnosis="the schedule's cosine over it / cosine_cycle_iters instead of (it - warmup_iters) / "
-                   "(cosine_cycle_iters - warmup_iters)")
+@mistake(
+    "lr_schedule-cosine_over_whole_cycle",
+    optim,
+    "get_lr_cosine_schedule",
+    diagnosis="the schedule's cosine over it / cosine_cycle_iters instead of (it - warmup_iters) / "
+    "(cosine_cycle_iters - warmup_iters)",
+)
 def lr_cosine_over_whole_cycle(it, max_lr, min_lr, warmup, cycle):
     if it < warmup:
         return _warmup(it, max_lr, warmup)
     return min_lr if it > cycle else _cosine(it, max_lr, min_lr, 0, cycle)
 
 
-@mistake("lr_schedule-no_floor_after_cycle", optim, "get_lr_cosine_schedule",
-         diagnosis="the schedule's cosine continuing after cosine_cycle_iters (it must stay at min_learning_rate)")
+@mistake(
+    "lr_schedule-no_floor_after_cycle",
+    optim,
+    "get_lr_cosine_schedule",
+    diagnosis="the schedule's cosine continuing after cosine_cycle_iters (it must stay at min_learning_rate)",
+)
 def lr_no_floor_after_cycle(it, max_lr, min_lr, warmup, cycle):
     return _warmup(it, max_lr, warmup) if it < warmup else _cosine(it, max_lr, min_lr, warmup, cycle)
 
 
-@mistake("lr_schedule-warmup_from_min", optim, "get_lr_cosine_schedule",
-         diagnosis="the schedule warming up from min_learning_rate instead of from 0")
+@mistake(
+    "lr_schedule-warmup_from_min",
+    optim,
+    "get_lr_cosine_schedule",
+    diagnosis="the schedule warming up from min_learning_rate instead of from 0",
+)
 def lr_warmup_from_min(it, max_lr, min_lr, warmup, cycle):
     if it < warmup:
         return min_lr + _warmup(it, max_lr - min_lr, warmup)
     return min_lr if it > cycle else _cosine(it, max_lr, min_lr, warmup, cycle)
 
 
-@mistake("lr_schedule-anneals_to_zero", optim, "get_lr_cosine_schedule",
-         diagnosis="the schedule's cosine annealing to 0 instead of to min_learning_rate")
+@mistake(
+    "lr_schedule-anneals_to_zero",
+    optim,
+    "get_lr_cosine_schedule",
+    diagnosis="the schedule's cosine annealing to 0 instead of to min_learning_rate",
+)
 def lr_anneals_to_zero(it, max_lr, min_lr, warmup, cycle):
     if it < warmup:
         return _warmup(it, max_lr, warmup)
@@ -231,8 +280,12 @@ def _norm(grads):
     return torch.stack([g.float().pow(2).sum() for g in grads]).sum().sqrt()
 
 
-@mistake("gradient_clipping-per_parameter_norms", optim, "gradient_clipping",
-         diagnosis="gradient clipping by each parameter's own norm instead of the norm of all gradients together")
+@mistake(
+    "gradient_clipping-per_parameter_norms",
+    optim,
+    "gradient_clipping",
+    diagnosis="gradient clipping by each parameter's own norm instead of the norm of all gradients together",
+)
 def clip_per_parameter(parameters, max_l2_norm, eps=1e-6):
     for g in _grads(parameters):
         norm = _norm([g])
@@ -240,17 +293,24 @@ def clip_per_parameter(parameters, max_l2_norm, eps=1e-6):
             g.mul_(max_l2_norm / (norm + eps))
 
 
-@mistake("gradient_clipping-clips_values", optim, "gradient_clipping",
-         diagnosis="gradient clipping that clamps each entry to [-max_l2_norm, max_l2_norm] instead of scaling "
-                   "by the L2 norm")
+@mistake(
+    "gradient_clipping-clips_values",
+    optim,
+    "gradient_clipping",
+    diagnosis="gradient clipping that clamps each entry to [-max_l2_norm, max_l2_norm] instead of scaling "
+    "by the L2 norm",
+)
 def clip_values(parameters, max_l2_norm, eps=1e-6):
     for g in _grads(parameters):
         g.clamp_(-max_l2_norm, max_l2_norm)
 
 
-@mistake("gradient_clipping-always_scales", optim, "gradient_clipping",
-         diagnosis="gradient clipping that scales by max_l2_norm / (norm + eps) even when the norm is below "
-                   "max_l2_norm")
+@mistake(
+    "gradient_clipping-always_scales",
+    optim,
+    "gradient_clipping",
+    diagnosis="gradient clipping that scales by max_l2_norm / (norm + eps) even when the norm is below max_l2_norm",
+)
 def clip_always_scales(parameters, max_l2_norm, eps=1e-6):
     grads = _grads(parameters)
     scale = max_l2_norm / (_norm(grads) + eps)
@@ -258,8 +318,12 @@ def clip_always_scales(parameters, max_l2_norm, eps=1e-6):
         g.mul_(scale)
 
 
-@mistake("gradient_clipping-without_eps", optim, "gradient_clipping",
-         diagnosis="gradient clipping by max_l2_norm / norm instead of max_l2_norm / (norm + 1e-6)")
+@mistake(
+    "gradient_clipping-without_eps",
+    optim,
+    "gradient_clipping",
+    diagnosis="gradient clipping by max_l2_norm / norm instead of max_l2_norm / (norm + 1e-6)",
+)
 def clip_without_eps(parameters, max_l2_norm, eps=1e-6):
     grads = _grads(parameters)
     norm = _norm(grads)
@@ -268,9 +332,13 @@ def clip_without_eps(parameters, max_l2_norm, eps=1e-6):
             g.mul_(max_l2_norm / norm)
 
 
-@mistake("gradient_clipping-reads_parameters_twice", optim, "gradient_clipping",
-         diagnosis="gradient clipping that iterates `parameters` twice: an iterator such as model.parameters() "
-                   "is empty the second time, so nothing is scaled (make a list first)")
+@mistake(
+    "gradient_clipping-reads_parameters_twice",
+    optim,
+    "gradient_clipping",
+    diagnosis="gradient clipping that iterates `parameters` twice: an iterator such as model.parameters() "
+    "is empty the second time, so nothing is scaled (make a list first)",
+)
 def clip_reads_parameters_twice(parameters, max_l2_norm, eps=1e-6):
     norm = _norm(_grads(parameters))  # an iterator is used up here
     if norm > max_l2_norm:
