@@ -286,6 +286,7 @@ def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | No
     used = (_imported_modules(shipped_tests) | ALWAYS_DEV) - STAFF_ONLY_DEV
     dev = [r for r in data.get("dependency-groups", {}).get("dev", []) if isinstance(r, str) and _req_name(r) in used]
     data["dependency-groups"] = {"dev": dev}
+    data.get("tool", {}).pop("ruff", None)  # the staff's lint config (ruff is not in the student's dev group)
     data["project"]["scripts"] = {"cs336": "cs336_basics.cli:main"}  # the staff's entry point adds staff commands
     pytest_options = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
     if "testpaths" in pytest_options:  # only folders the handout has

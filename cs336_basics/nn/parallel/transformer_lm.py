@@ -56,9 +56,9 @@ class ParallelTransformerLM(TransformerLM):
     def new_layer(self, rope: RotaryPositionalEmbedding, device=None, dtype=None) -> nn.Module:
         """One ParallelTransformerBlock, split over this model's ranks, sharing `rope`."""
         c = self.config
+        split = dict(group=self.group, world_size=self.world_size, rank=self.rank, device=device, dtype=dtype)
         # BEGIN SOLUTION
-        return ParallelTransformerBlock(c.d_model, c.num_heads, c.d_ff, c.num_kv_heads, c.eps, rope, group=self.group,
-                                        world_size=self.world_size, rank=self.rank, device=device, dtype=dtype)  # fmt: skip
+        return ParallelTransformerBlock(c.d_model, c.num_heads, c.d_ff, c.num_kv_heads, c.eps, rope, **split)
         # END SOLUTION
 
     output_is_sharded = False
