@@ -342,14 +342,9 @@ def _prefill(model, prompt_ids, max_new_tokens):
     return ids, min(max_new_tokens, model.config.context_length - ids.shape[-1])
 
 
-@mistake(
-    "generate-positions_restart_with_cache",
-    generation,
-    "generate",
-    diagnosis="generation feeding each new token at position 0 (not after the cached ones)",
-)
-def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
-                               generator=None, use_cache=True):  # fmt: skip
+def _greedy_with_cache(model, prompt_ids, max_new_tokens, next_input):
+    """Greedy decoding with a KV cache that feeds, after each chosen token, what
+    next_input(step, token, prompt ids) returns: (token ids (1,), their positions)."""
     ids, budget = _prefill(model, prompt_ids, max_new_tokens)
     cache = model.new_kv_cache(ids.shape[-1] + budget)
     with torch.no_grad():
@@ -358,7 +353,21 @@ def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.
             token = logits.argmax(-1)
             yield int(token)
             if step < budget - 1:
-                logits = model(token[:, None], token_positions=torch.tensor([0]), kv_cache=cache)[:, -1]
+                fed, positions = next_input(step, token, ids)
+                logits = model(fed[:, None], token_positions=positions, kv_cache=cache)[:, -1]
+
+
+@mistake(
+    "generate-positions_restart_with_cache",
+    generation,
+    "generate",
+    diagnosis="generation feeding each new token at position 0 (not after the cached ones)",
+)
+def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                               generator=None, use_cache=True):  # fmt: skip
+    yield from _greedy_with_cache(
+        model, prompt_ids, max_new_tokens, lambda step, token, ids: (token, torch.tensor([0]))
+    )
 
 
 @mistake(
@@ -401,15 +410,10 @@ def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0
 )
 def generate_previous_token(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                             generator=None, use_cache=True):  # fmt: skip
-    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
-    cache = model.new_kv_cache(ids.shape[-1] + budget)
-    with torch.no_grad():
-        logits = model(ids, kv_cache=cache)[:, -1]
-        previous = ids[:, -1]
-        for step in range(budget):
-            token = logits.argmax(-1)
-            yield int(token)
-            if step < budget - 1:
-                positions = torch.tensor([ids.shape[-1] + step])
-                logits = model(previous[:, None], token_positions=positions, kv_cache=cache)[:, -1]
-                previous = token
+    chosen = []
+
+    def one_behind(step, token, ids):
+        chosen.append(token)
+        return (ids[:, -1] if step == 0 else chosen[-2]), torch.tensor([ids.shape[-1] + step])
+
+    yield from _greedy_with_cache(model, prompt_ids, max_new_tokens, one_behind)
