@@ -110,7 +110,6 @@ def count_pretokens_in_file(
     num_chunks = max(num_processes, -(-size // CHUNK_BYTES))
     bounds = find_chunk_boundaries(path, num_chunks, special_tokens)
     jobs = [(str(path), s, e, list(special_tokens)) for s, e in zip(bounds, bounds[1:], strict=False)]
-    # BEGIN SOLUTION
     total: Counter[bytes] = Counter()
     if num_processes <= 1 or len(jobs) <= 1:
         for job in jobs:
@@ -122,4 +121,3 @@ def count_pretokens_in_file(
         for counts in pool.starmap(_count_chunk, jobs, chunksize=1):
             total.update(counts)
     return total
-    # END SOLUTION

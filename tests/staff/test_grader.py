@@ -607,8 +607,15 @@ def test_grader_public_cases_are_drawn_anew_and_the_reference_passes_them(tmp_pa
     assert notes == []
     text_of_drawn_length = {"train_bpe", "tokenizer"}  # corpora, vocabularies and ids: sizes are data
     for name, fx in fresh.items():
-        new, old = fx.kwargs, stored[name].kwargs
-        tensors = [k for k, v in old.items() if isinstance(v, torch.Tensor)]
+
+        def flat(kwargs):  # tensors, those inside dicts (AdamW's parameters and gradients) included
+            items = [(k, v) for k, v in kwargs.items() if not isinstance(v, dict)]
+            items += [(f"{k}.{n}", t) for k, v in kwargs.items() if isinstance(v, dict) for n, t in v.items()]
+            return {k: v for k, v in items if isinstance(v, torch.Tensor)}
+
+        new, old = flat(fx.kwargs), flat(stored[name].kwargs)
+        tensors = list(old)
+        assert tensors, name
         if fx.component in text_of_drawn_length:
             assert all(new[k].dim() == old[k].dim() and new[k].dtype == old[k].dtype for k in tensors), name
         else:
