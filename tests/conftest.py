@@ -39,6 +39,11 @@ class Snapshot:
             pytest.fail(f"{fixture.adapter} on fixture {fixture.name!r}: {result.message}{hint}", pytrace=False)
 
 
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """t's bits as uint8 (a 0-d tensor too): bit-equality of floats, NaNs included."""
+    return t.contiguous().reshape(-1).view(torch.uint8)
+
+
 def _changed_inputs(after: dict, before: dict, prefix: str = "") -> list[str]:
     """The names of the tensors in `after` that differ from `before` in shape, dtype or any bit."""
     changed = []
@@ -50,7 +55,7 @@ def _changed_inputs(after: dict, before: dict, prefix: str = "") -> list[str]:
             same = (
                 value.shape == old.shape
                 and value.dtype == old.dtype
-                and torch.equal(value.detach().contiguous().view(torch.uint8), old.contiguous().view(torch.uint8))
+                and torch.equal(_bytes(value.detach()), _bytes(old))
             )
             if not same:
                 changed.append(f"{prefix}{name}")
