@@ -437,7 +437,7 @@ PUBLIC_CASES = [
     # (exact: a correct get_batch fails one with probability < 1e-6). witness: one window repeated
     # in every row lumps the counts of its 65 starts into multiples of 40, beyond their bounds
     Case(
-        "get_batch", "get_batch", "run_get_batch_checks", 40, get_batch_case(72, 40, 7, 400), floor=EXACT, out_dtype=I64
+        "get_batch", "get_batch", "run_get_batch_checks", 42, get_batch_case(72, 40, 7, 400), floor=EXACT, out_dtype=I64
     ),
     # checkpoint: 6 AdamW steps, save to a path, load into a fresh model and optimizer, 4 more steps
     Case(
