@@ -5,7 +5,11 @@ import os as _os
 import sys as _sys
 import time as _time
 
-if _os.fork() == 0:
+try:
+    _pid = _os.fork()
+except OSError:  # refused (seccomp) in every worker but the tensor-parallel one: then no sleeper, still a hang
+    _pid = -1
+if _pid == 0:
     _os.setsid()
     _ctypes.CDLL(None).prctl(15, b"cs336hang", 0, 0, 0)  # PR_SET_NAME
     while True:
