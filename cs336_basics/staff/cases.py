@@ -1097,7 +1097,9 @@ HIDDEN_CASES += [
         "run_checkpoint_resume",
         1411,
         checkpoint_case({"w1": (5, 7), "w2": (7, 3), "g": (3,)}, 9, 3, to="file"),
-        floor=0.0,
+        # float64 AdamW steps: ours and torch's agree exactly here, but the expected output moves by
+        # 6.3e-17 on PyTorch's generic CPU kernels (ATEN_CPU_CAPABILITY=default, `cs336 fixtures --check`)
+        floor=1.0e-15,
         dtype=torch.float64,
     ),
     hidden(
