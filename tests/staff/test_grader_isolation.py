@@ -380,8 +380,12 @@ def test_grader_hanging_everywhere_ends_within_one_budget_and_leaves_nothing(tmp
 def test_grader_workers_die_with_a_killed_grader(tmp, scratch):
     sample = tmp / "hangs_everywhere" if (tmp / "hangs_everywhere").exists() else hostile(tmp, "hangs_everywhere")
     assert not _leftovers(scratch)["processes"]
+    # only a worker that may start processes (the tensor-parallel one) can start the sleeper
+    config = tmp / "parallel_only.toml"
+    config.write_text("[points]\n" + "".join(f"{c} = 1\n" for c in sorted(CONFIG.starts_processes)))
     grader = subprocess.Popen(
-        [sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(sample), "--results", str(tmp / "killed.json")],
+        [sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(sample), "--config", str(config)]
+        + ["--results", str(tmp / "killed.json")],
         cwd=REPO,
         env=dict(os.environ, TMPDIR=str(scratch)),
         stdout=subprocess.DEVNULL,
