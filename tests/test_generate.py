@@ -90,7 +90,7 @@ def model64(model):
 
 def alone(model, prompts, seeds=None, **kw):
     gens = [None] * len(prompts) if seeds is None else [torch.Generator().manual_seed(s) for s in seeds]
-    return [list(generate(model, p, generator=g, **kw)) for p, g in zip(prompts, gens)]
+    return [list(generate(model, p, generator=g, **kw)) for p, g in zip(prompts, gens, strict=True)]
 
 
 def batched(model, prompts, seeds=None, **kw):

@@ -78,7 +78,11 @@ class TransformerLM(nn.Module):
         counting each sequence's own tokens (the padding may then make the cache longer than
         context_length: the positions are what must fit)."""
         seq, past = in_indices.shape[-1], kv_cache[0].length if kv_cache else 0
-        if token_positions is not None and token_positions.numel() and int(token_positions.max()) >= self.config.context_length:
+        if (
+            token_positions is not None
+            and token_positions.numel()
+            and int(token_positions.max()) >= self.config.context_length
+        ):
             raise ValueError(
                 f"token_positions reach {int(token_positions.max())}; context_length={self.config.context_length}"
             )
