@@ -45,7 +45,9 @@ CLEAN_RULE = (
     f"stripping, is printable ASCII with newlines, has at least {MIN_WORDS} words, and was not kept before "
     f"(exact duplicate)"
 )
-DEFAULTS = dict(seed=0, temperature=0.8, top_p=0.95, max_new_tokens=400, batch_size=16)
+# threads: torch's intra-op threads. One is the most tokens per CPU second on a shared machine (two
+# threads on two busy cores spent 15x the CPU time per step, spinning) and fixes the GEMMs' split.
+DEFAULTS = dict(seed=0, temperature=0.8, top_p=0.95, max_new_tokens=400, batch_size=32, threads=1)
 
 
 def story_prompt(seed: int, index: int) -> dict:
@@ -98,8 +100,11 @@ class Progress:
               f"{elapsed / 60:.1f} min, {left / 60:.1f} min left ", end="", file=sys.stderr, flush=True)  # fmt: skip
 
 
-def load_generator():
-    """(model, tokenizer, reader, eos ids, model file path)."""
+def load_generator(threads: int = DEFAULTS["threads"]):
+    """(model, tokenizer, reader, eos ids, model file path), torch set to `threads` threads."""
+    import torch
+
+    torch.set_num_threads(threads)
     from cs336_basics.gguf_tokenizer import tokenizer_from_gguf
     from cs336_basics.nn.gguf_file import field, load_gguf_model, smollm2_path
 
@@ -177,7 +182,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def write_corpus(records: list[dict], params: dict, model_path: Path, tokenizer, out: Path = DATA) -> dict:
+def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path = DATA) -> dict:
     """Write the splits (xz) and manifest.json into `out` from the work records; the manifest."""
     stories, indices, rejected = assemble(records)
     token_counts = {r["index"]: r["tokens"] for r in records}
@@ -218,7 +223,6 @@ def write_corpus(records: list[dict], params: dict, model_path: Path, tokenizer,
         first_batch_ids={r["index"]: r["ids"][:CHECK_TOKENS] for r in records[: params["batch_size"]]},
         splits=splits,
         torch=torch.__version__,
-        torch_threads=torch.get_num_threads(),
         reproducibility="bit for bit with the same params, model file, torch version and CPU kernels; float32 "
         "rounding differs between CPU kernels (ATEN_CPU_CAPABILITY) and can change a sampled token and the rest "
         "of its story: `uv run cs336 corpus --check` regenerates the first stories and compares",
@@ -234,7 +238,7 @@ def check_first_batch(loaded=None) -> list[str]:
 
     m = read_manifest()
     params = dict(m["params"], max_new_tokens=CHECK_TOKENS)
-    fresh = generate_stories(loaded or load_generator(), params, range(params["batch_size"]))
+    fresh = generate_stories(loaded or load_generator(params["threads"]), params, range(params["batch_size"]))
     stored = {int(i): ids for i, ids in m["first_batch_ids"].items()}
     return [f"story {r['index']}: first new ids {r['ids']} differ from the manifest's {stored.get(r['index'])}"
             for r in fresh if r["ids"] != stored.get(r["index"])]  # fmt: skip
@@ -254,7 +258,7 @@ def check(stories_to_check: int) -> list[str]:
             bad.append(f"{split}: the text's sha256 is not the manifest's")
         if text.count(EOT) != m["splits"][split]["stories"]:
             bad.append(f"{split}: {text.count(EOT)} stories, the manifest says {m['splits'][split]['stories']}")
-    loaded = load_generator()
+    loaded = load_generator(m["params"]["threads"])
     if file_sha256(loaded[4]) != m["model_sha256"]:
         bad.append(f"the model file {loaded[4]} is not the one the corpus was made with (sha256 differs)")
     params = m["params"]
@@ -283,21 +287,29 @@ def run(args) -> int:
             else f"the corpus matches the manifest and a fresh generation of its first {args.check} stories"
         )
         return 1 if bad else 0
-    params = {k: getattr(args, k) for k in DEFAULTS}
     work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    work_file = work / "stories.jsonl"
-    params_file = work / "params.json"
-    if params_file.is_file() and json.loads(params_file.read_text()) != params:
+    work_file, params_file = work / "stories.jsonl", work / "params.json"
+    params = {k: getattr(args, k) for k in DEFAULTS}
+    if args.assemble:  # the parameters the work file was made with
+        if not params_file.is_file():
+            print(f"cs336 corpus: no work file in {work}", file=sys.stderr)
+            return 1
+        params = json.loads(params_file.read_text())
+    elif params_file.is_file() and json.loads(params_file.read_text()) != params:
         print(f"cs336 corpus: {work} was started with other parameters ({params_file}); use another --work",
               file=sys.stderr)  # fmt: skip
         return 1
-    params_file.write_text(json.dumps(params))
-    records = read_work(work_file)
     b = params["batch_size"]
+    records = read_work(work_file)
     records = records[: len(records) // b * b]  # whole batches only
+    if args.assemble:
+        from cs336_basics.nn.gguf_file import smollm2_path
+
+        return report(write_corpus(records, params, smollm2_path(), Path(args.out)), len(records))
+    work.mkdir(parents=True, exist_ok=True)
+    params_file.write_text(json.dumps(params))
     total = -(-args.stories // b) * b
-    loaded = load_generator()
+    loaded = load_generator(params["threads"])
     progress = Progress(total, len(records))
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     with open(work_file, "w") as f:  # rewritten: a torn or partial last batch is dropped
@@ -311,11 +323,14 @@ def run(args) -> int:
             records += batch
             progress.update(len(records), sum(r["tokens"] for r in batch))
     print(file=sys.stderr)
-    m = write_corpus(records, params, loaded[4], loaded[1], Path(args.out))
+    return report(write_corpus(records, params, loaded[4], Path(args.out)), len(records))
+
+
+def report(m: dict, generated: int) -> int:
     for split in SPLITS:
         s = m["splits"][split]
         print(f"{split}: {s['stories']} stories, {s['smollm2_tokens']} SmolLM2 tokens, {s['xz_bytes']} bytes xz")
-    print(f"{len(m['rejected'])} of {len(records)} stories rejected ({CLEAN_RULE})")
+    print(f"{len(m['rejected'])} of {generated} stories rejected ({CLEAN_RULE})")
     return 0
 
 
@@ -327,6 +342,8 @@ def add_command(commands) -> None:
     p.add_argument("--out", default=str(DATA), help="where the corpus files and manifest go")
     for k, v in DEFAULTS.items():
         p.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
+    p.add_argument("--assemble", action="store_true",
+                   help="only write the corpus files from the whole batches in the work file (no generation)")  # fmt: skip
     p.add_argument("--check", type=int, nargs="?", const=16, default=None, metavar="N",
                    help="compare the stored corpus with a fresh generation of its first N stories (default 16)")  # fmt: skip
     p.set_defaults(run=run)
