@@ -39,10 +39,13 @@ FIRST_INDICES = 256  # the manifest lists the indices of each split's first stor
 # rejects the story.
 ASCII_FOR = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2014": " - ", "\u2013": " - ",
              "\u2026": "...", "\u00a0": " "}  # fmt: skip
+SENTENCE_END = (".", "!", "?", '"')
 CLEAN_RULE = (
-    f"a story is kept when generation ended with the end-of-sequence token (not cut by max_new_tokens), "
-    f"its text, after mapping {sorted(ASCII_FOR)} to ASCII, removing '*' and '#' (markdown), and "
-    f"stripping, is printable ASCII with newlines, has at least {MIN_WORDS} words, and was not kept before "
+    f"the text, after mapping {sorted(ASCII_FOR)} to ASCII and removing '*' and '#' (markdown), is split into "
+    f"paragraphs (non-empty lines, stripped); it is cut before the first paragraph that repeats an earlier one "
+    f"(the model looping); when that cut or max_new_tokens ended it, trailing paragraphs that do not end "
+    f"with one of {SENTENCE_END} are dropped; the paragraphs are joined with blank lines; the story is kept when "
+    f"the result is printable ASCII with newlines, has at least {MIN_WORDS} words, and was not kept before "
     f"(exact duplicate)"
 )
 # threads: torch's intra-op threads. One is the most tokens per CPU second on a shared machine (two
@@ -64,12 +67,22 @@ def sampling_seed(seed: int, index: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{index}".encode()).digest()[:8], "little") >> 1
 
 
-def clean(text: str) -> str | None:
-    """The story as stored, or None when CLEAN_RULE rejects it (ending not checked here)."""
+def clean(text: str, ended: bool = True) -> str | None:
+    """The story as stored, or None when CLEAN_RULE rejects it. ended: the model ended it (with
+    its end-of-sequence token), rather than max_new_tokens."""
     for typographic, plain in ASCII_FOR.items():
         text = text.replace(typographic, plain)
-    text = text.replace("*", "").replace("#", "").strip()
-    if not text or not all(c == "\n" or 32 <= ord(c) < 127 for c in text) or len(text.split()) < MIN_WORDS:
+    paragraphs = [line.strip() for line in text.replace("*", "").replace("#", "").splitlines() if line.strip()]
+    kept = []
+    for paragraph in paragraphs:
+        if paragraph in kept:  # a loop: keep what came before it
+            ended = False
+            break
+        kept.append(paragraph)
+    while not ended and kept and not kept[-1].endswith(SENTENCE_END):
+        kept.pop()
+    text = "\n\n".join(kept)
+    if not all(c == "\n" or 32 <= ord(c) < 127 for c in text) or len(text.split()) < MIN_WORDS:
         return None
     return text
 
@@ -159,9 +172,8 @@ def assemble(records: list[dict]) -> tuple[dict[str, list[str]], dict[str, list[
     indices = {s: [] for s in SPLITS}
     rejected, seen = [], set()
     for r in records:
-        text = clean(r["text"]) if r["ended"] else None
-        reason = ("cut by max_new_tokens" if not r["ended"] else "not clean" if text is None
-                  else "duplicate" if text in seen else None)  # fmt: skip
+        text = clean(r["text"], r["ended"])
+        reason = "not clean" if text is None else "duplicate" if text in seen else None
         if reason:
             rejected.append(dict(index=r["index"], reason=reason))
             continue
@@ -184,8 +196,11 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path = DATA) -> dict:
     """Write the splits (xz) and manifest.json into `out` from the work records; the manifest."""
+    from cs336_basics.gguf_tokenizer import tokenizer_from_gguf
+    from cs336_basics.nn.gguf_file import open_gguf
+
     stories, indices, rejected = assemble(records)
-    token_counts = {r["index"]: r["tokens"] for r in records}
+    tokenizer = tokenizer_from_gguf(open_gguf(model_path))
     out.mkdir(parents=True, exist_ok=True)
     splits = {}
     for split in SPLITS:
@@ -194,7 +209,7 @@ def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path 
         write_atomic(out / split_path(split).name, data)
         splits[split] = dict(
             stories=len(stories[split]),
-            smollm2_tokens=sum(token_counts[i] for i in indices[split]),
+            smollm2_tokens=sum(len(ids) for ids in tokenizer.encode_batch(stories[split])),  # without EOT
             gpt2_style_words=sum(len(s.split()) for s in stories[split]),
             characters=len(text),
             xz_bytes=len(data),
