@@ -238,9 +238,12 @@ def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path 
         first_batch_ids={r["index"]: r["ids"][:CHECK_TOKENS] for r in records[: params["batch_size"]]},
         splits=splits,
         torch=torch.__version__,
-        reproducibility="bit for bit with the same params, model file, torch version and CPU kernels; float32 "
-        "rounding differs between CPU kernels (ATEN_CPU_CAPABILITY) and can change a sampled token and the rest "
-        "of its story: `uv run cs336 corpus --check` regenerates the first stories and compares",
+        reproducibility="bit for bit with the same params, model file, torch version, thread count and CPU "
+        "kernels. Float32 rounding differs between CPU kernels and can change a sampled token and the rest of its "
+        "story. Measured: on the x86-64 (AMD EPYC, AVX2) machine that wrote it, regenerating the first batch's "
+        "first 32 new tokens (tests/staff/test_corpus.py) matched every id, with ATEN_CPU_CAPABILITY=default too "
+        "(that variable picks PyTorch's own kernels; the matrix products' BLAS dispatches on its own); other "
+        "CPUs (ARM, AVX-512) are not measured. `uv run cs336 corpus --check N` regenerates whole stories.",
     )
     write_atomic(out / "manifest.json", (json.dumps(manifest, indent=1) + "\n").encode())
     return manifest
