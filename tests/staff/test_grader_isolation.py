@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from cs336_basics import REPO
 from cs336_basics.staff.grader import autograder, cgroup, preflight, runner, sandbox
-from cs336_basics.staff.grader.cases import REPO, graded_cases
+from cs336_basics.staff.grader.cases import graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import CaseResult, GradeReport, grade
 from cs336_basics.staff.grader.report import to_gradescope

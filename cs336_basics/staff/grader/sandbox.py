@@ -57,7 +57,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics.staff.grader import seccomp
+from cs336_basics.staff.grader import protocol, seccomp
 from cs336_basics.staff.grader.cgroup import Cgroup
 from cs336_basics.staff.grader.config import Limits
 
@@ -261,12 +261,11 @@ def _limit(which: int, value: int) -> None:
     resource.setrlimit(which, (value, value))
 
 
-NOTES_FILE = "sandbox-notes"  # in the worker's home, written before the user switch: owned by root
-
-
 def _write_notes(home: str, notes: list[str]) -> None:
     """The notes for staff, in a file the worker's user cannot write (progress lines can be forged)."""
-    fd = os.open(os.path.join(home, NOTES_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    fd = os.open(
+        os.path.join(home, protocol.SANDBOX_NOTES_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
+    )
     with os.fdopen(fd, "w") as f:
         f.write("".join(f"{n}\n" for n in notes))
 
