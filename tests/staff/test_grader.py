@@ -1120,6 +1120,15 @@ def test_grader_library_frames_in_tracebacks_show_no_host_path(graded):
     assert not [h for h in hosts for t in texts if h in t]
 
 
+def test_grader_package_index_names_every_module_it_holds():
+    import cs336_basics.staff.grader as package
+
+    listed = {line.split()[0] for line in package.__doc__.splitlines() if line.split()[:1]}
+    listed = {name for name in listed if name.endswith(".py")}
+    held = {p.name for p in Path(package.__file__).parent.glob("*.py")} - {"__init__.py"}
+    assert listed == held
+
+
 def test_grader_protocol_strings_are_spelled_only_in_protocol_py():
     """The worker and the grader's side name every file, progress line and metadata key of their
     protocol through protocol.py: neither spells one itself (docstrings aside)."""

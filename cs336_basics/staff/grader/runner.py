@@ -258,10 +258,7 @@ class Runner:
 
     def _start(self, plan, log: Path, home: Path, inputs: Path, network: bool):
         """A fresh worker with its own empty directory (the only place it may write)."""
-        home.mkdir(mode=0o700)
-        if self.spec.uid is not None:
-            os.chown(home, self.spec.uid, self.spec.uid)
-        if self.spec.isolate and not sandbox.mount_home(home, self.spec.uid, self.spec.limits):
+        if not sandbox.make_home(home, self.spec) and self.spec.isolate:
             self.notes.append(
                 "disk not limited: no tmpfs for the worker's home (needs CAP_SYS_ADMIN); "
                 "each file it writes is limited by RLIMIT_FSIZE only"
