@@ -57,7 +57,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics.staff.grader import protocol, seccomp
+from cs336_basics.staff.grader import cgroup, protocol, seccomp
 from cs336_basics.staff.grader.cgroup import Cgroup
 from cs336_basics.staff.grader.config import Limits
 
@@ -495,11 +495,7 @@ def children(pid: int) -> list[int]:
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by pid (the worker called setsid), pid itself and its
     children (the init of its PID namespace: the kernel then kills everything in it)."""
-    for child in children(pid):
-        try:
-            os.kill(child, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    cgroup.sigkill(children(pid))
     for kill in (os.killpg, os.kill):
         try:
             kill(pid, signal.SIGKILL)
@@ -511,15 +507,7 @@ def kill_user(uid: int | None, rounds: int = 50) -> None:
     """SIGKILL every process of user uid (the worker's own user id) until none is left."""
     if uid is None or uid == 0 or uid == os.getuid():
         return
-    for _ in range(rounds):
-        victims = [pid for pid in _pids() if _uid_of(pid) == uid]
-        if not victims:
-            return
-        for pid in victims:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    cgroup.kill_until_gone(lambda: [pid for pid in _pids() if _uid_of(pid) == uid], rounds)
 
 
 def _cpu_ticks(pid: int) -> int:
