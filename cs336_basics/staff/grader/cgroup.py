@@ -33,7 +33,6 @@ _counter = itertools.count(1)
 _lock = threading.Lock()
 
 
-@dataclass(frozen=True)
 def sigkill(pids) -> None:
     """SIGKILL each of pids; one already gone (or not ours to kill) is passed over."""
     for pid in pids:
@@ -55,6 +54,7 @@ def kill_until_gone(find, rounds: int, pause_s: float = 0.0) -> bool:
     return not find()
 
 
+@dataclass(frozen=True)
 class Cgroup:
     version: int  # 1 or 2
     dirs: tuple[str, ...]  # v2: one directory; v1: one per controller hierarchy (memory, pids, cpu[, cpuacct])

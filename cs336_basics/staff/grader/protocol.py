@@ -9,7 +9,8 @@ the worker's notes on its sandbox, written as root before the user switch (staff
 Per case, output_file(case): a safetensors file with at most one tensor, OUTPUT, and string
 metadata: CALLS (a JSON list of the torch functions and operators recorded) and OPERATORS (how
 many operators ran), or ERROR (an error text; TAMPERED = YES when the submission changed the
-adapters or the call recorder). Its inputs, input_file(case), are the adapter's keyword
+adapters or the call recorder). An error text (ERROR, IMPORT_ERROR_FILE) is at most ERROR_CHARS
+characters, host paths included (the grader hides them: sanitize.hide_paths). Its inputs, input_file(case), are the adapter's keyword
 arguments (torch.save, read with weights_only).
 """
 
@@ -25,6 +26,7 @@ OPERATORS = "operators"
 ERROR = "error"
 TAMPERED = "tampered"
 YES = "1"
+ERROR_CHARS = 4000
 
 
 def done(component: str) -> str:

@@ -14,8 +14,9 @@ A worker's stdout and stderr go to a FIFO the grader drains into a bounded tail 
 Workers are forked by a multiprocessing forkserver that has imported torch (one per grader
 process, shared by all submissions it grades), so a worker starts in milliseconds instead of
 the seconds `import torch` takes. The forkserver never runs student code. Nothing a worker
-sends is unpickled: progress is a text file (only its exact lines count, protocol.py; staff notes come from a file the worker wrote as root), outputs are safetensors files
-(grade.read_output) and every text is cleaned and capped (sanitize.py).
+sends is unpickled: progress is a text file (only its exact lines count: protocol.py; staff
+notes come from a file the worker wrote as root), outputs are safetensors files
+(grade.read_output) and every text is cleaned, capped and rid of host paths (sanitize.py).
 """
 
 import dataclasses
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics.staff.grader import cgroup, protocol, sandbox
-from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean, decode, hide_paths
+from cs336_basics.staff.grader.sanitize import clean, decode, hide_paths
 from cs336_basics.staff.grader.worker import WorkerJob, main, worker_batch
 
 POLL_S = 0.02
@@ -325,9 +326,9 @@ class Runner:
                     seen += 1
                     if line == protocol.IMPORT_FAILED:
                         written = read_worker_file(
-                            home / protocol.IMPORT_ERROR_FILE, self.spec.uid, limit=4 * MAX_TEXT_CHARS
+                            home / protocol.IMPORT_ERROR_FILE, self.spec.uid, limit=4 * protocol.ERROR_CHARS
                         )
-                        error = clean(hide_paths(decode(written, 4 * MAX_TEXT_CHARS), self.code_dir))
+                        error = clean(hide_paths(decode(written, protocol.ERROR_CHARS), self.code_dir))
                         message = (
                             "importing your cs336_basics package failed:\n" + error.strip()
                             if self.reveal

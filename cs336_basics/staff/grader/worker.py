@@ -5,9 +5,10 @@ runs in the grader's process. It enters the sandbox (sandbox.py), forgets every
 `cs336_basics` module it inherited, imports the submission's package through the grader's
 pristine copy of tests/adapters.py, and for each component, in order, calls the adapter on
 each case's inputs and saves what came back to <home>/<case>.safetensors: the output tensor
-(`output`) and, as string metadata, the torch calls recorded (builtin_guard) or an error text. It appends `ready` to <home>/progress after the import and `done
-<component>` after each component; the grader times components by these lines. It never sees
-an expected value: the grader compares, in its own process.
+(`output`) and, as string metadata, the torch calls recorded (builtin_guard) or an error text;
+it appends a progress line after the import and after each component, by which the grader
+times components (protocol.py names each file, line and key). It never sees an expected value:
+the grader compares, in its own process.
 
 Unless its job runs a component that starts processes (GradingConfig.starts_processes: the
 tensor-parallel ranks), it installs a second seccomp filter before the submission is imported,
@@ -29,7 +30,7 @@ from safetensors.torch import save_file  # bound now: the submission may patch t
 from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
 from cs336_basics.staff.grader import protocol, seccomp
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
-from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean
+from cs336_basics.staff.grader.sanitize import clean
 
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
 MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
@@ -74,7 +75,7 @@ def _error_text(exc: BaseException, code_dir: str) -> str:
             *traceback.format_exception_only(type(exc), exc),
         ]
     )
-    return clean(text, 2 * MAX_TEXT_CHARS)  # no lone surrogate (safetensors' metadata is UTF-8)
+    return clean(text, protocol.ERROR_CHARS)  # no lone surrogate (safetensors' metadata is UTF-8)
 
 
 def _forget_inherited_modules(code_dir: str) -> None:
@@ -157,9 +158,7 @@ def main(job: WorkerJob) -> None:
             (guard._DispatcherObserver, "__exit__"),
         )
     ]
-    enter(
-        job.spec, job.log_path, job.cpu_seconds
-    )  # writes its notes for the grader, as root (protocol.SANDBOX_NOTES_FILE)
+    enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
     import torch
 
     torch.set_num_threads(1)
