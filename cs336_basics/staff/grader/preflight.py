@@ -63,6 +63,8 @@ def _probe(spec, log: Path) -> None:
             failed = sandbox.enter(spec, str(log), PROBE_CPU_S)
         except sandbox.SandboxError as e:
             failed = e.missing
+        except Exception as e:  # noqa: BLE001 - a worker would die here too: no mechanism can be counted on
+            failed = {m: f"entering the sandbox failed: {e!r}" for m in MECHANISMS}
         os.write(1, b"\n" + json.dumps(failed).encode() + b"\n")
     finally:
         os._exit(0)
