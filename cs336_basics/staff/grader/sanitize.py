@@ -41,31 +41,26 @@ def decode(raw: bytes | None, limit: int = MAX_TEXT_CHARS) -> str:
     return clean((raw or b"").decode("utf-8", errors="replace"), limit)
 
 
-def _host_paths() -> list[tuple[str, str]]:
-    """(host path, what a student sees instead): the grader's repository is <grader>, Python's
-    and the virtualenv's prefixes (as given and resolved) <python>."""
-    pairs = {(str(REPO), "<grader>")}
-    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
-        for p in (prefix, os.path.realpath(prefix)):
-            if p.rstrip("/"):
-                pairs.add((p.rstrip("/"), "<python>"))
-    return sorted(pairs)
+# (host path, what a student sees instead): the grader's repository, Python's and the
+# virtualenv's prefixes (as given and resolved)
+_HOST_PATHS = {(str(REPO), "<grader>")} | {
+    (p.rstrip("/"), "<python>")
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)
+    for p in (prefix, os.path.realpath(prefix))
+    if p.rstrip("/")
+}
 
 
-_HOST_PATHS = _host_paths()
-
-
-def hide_paths(text: str, code_dir: str | os.PathLike | None = None) -> str:
+def hide_paths(text: str, code_dir: str | os.PathLike) -> str:
     """text with no host path: paths in the sandbox's code directory relative to it (as a
     student's files are named in the handout: cs336_basics/...), the rest of the sandbox
     directory (its parent: inputs, the workers' homes) <sandbox>, the grader's repository
     <grader>, Python's prefixes <python>; the longest path first, so one inside another goes whole."""
     pairs = set(_HOST_PATHS)
-    if code_dir is not None:
-        for code in {str(code_dir).rstrip("/"), os.path.realpath(code_dir)}:
-            pairs.add((code + "/", ""))
-            if os.path.dirname(code).rstrip("/"):
-                pairs.add((os.path.dirname(code), "<sandbox>"))
+    for code in {str(code_dir).rstrip("/"), os.path.realpath(code_dir)}:
+        pairs.add((code + "/", ""))
+        if os.path.dirname(code).rstrip("/"):
+            pairs.add((os.path.dirname(code), "<sandbox>"))
     for path, name in sorted(pairs, key=lambda p: -len(p[0])):
         text = text.replace(path, name)
     return text
