@@ -33,7 +33,7 @@ def test_corpus_rejects_an_unknown_split():
         read_split("test")
 
 
-def test_corpus_first_batch_regenerates_from_the_seed():
+def test_corpus_first_batch_is_sampled_again_from_the_seed():
     """The first CHECK_TOKENS new tokens of every story of batch 0, sampled again (the full
     `cs336 corpus --check` regenerates whole stories)."""
     assert corpus_make.check_first_batch() == []
