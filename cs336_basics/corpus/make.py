@@ -241,7 +241,7 @@ def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path 
         reproducibility="bit for bit with the same params, model file, torch version, thread count and CPU "
         "kernels. Float32 rounding differs between CPU kernels and can change a sampled token and the rest of its "
         "story. Measured: on the x86-64 (AMD EPYC, AVX2) machine that wrote it, regenerating the first batch's "
-        "first 32 new tokens (tests/staff/test_corpus.py) matched every id, with ATEN_CPU_CAPABILITY=default too "
+        "first 32 new tokens (the staff test test_corpus.py) matched every id, with ATEN_CPU_CAPABILITY=default too "
         "(that variable picks PyTorch's own kernels; the matrix products' BLAS dispatches on its own); other "
         "CPUs (ARM, AVX-512) are not measured. `uv run cs336 corpus --check N` regenerates whole stories.",
     )
