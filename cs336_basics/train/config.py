@@ -56,6 +56,7 @@ class TrainConfig:
     # the machine
     device: str = "auto"  # auto: cuda, else mps, else cpu
     dtype: str = "auto"  # auto: bfloat16 autocast on CUDA with bf16 support, else float32; or float32 / bfloat16
+    threads: int = 0  # torch.set_num_threads; 0: PyTorch's default (one per core)
     seed: int = 0
     progress: bool = True  # the progress bar (rank 0)
 
@@ -90,6 +91,8 @@ class TrainConfig:
             raise ValueError(f"cosine_cycle_steps must be >= 0 (0: max_steps), got {self.cosine_cycle_steps!r}")
         if not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm!r}")
+        if not isinstance(self.threads, int) or self.threads < 0:
+            raise ValueError(f"threads must be an integer >= 0 (0: PyTorch's default), got {self.threads!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
 

@@ -111,6 +111,8 @@ def train(config: TrainConfig, resume: bool = False) -> dict:
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} must be a multiple of the number of processes ({world})")
     device = resolve_device(config.device)
+    if config.threads:
+        torch.set_num_threads(config.threads)
     run_dir = Path(config.out_dir)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
