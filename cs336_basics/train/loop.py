@@ -59,7 +59,7 @@ def resolve_config(config_file: str | None, overrides: dict, resume: bool) -> Tr
     """The run's configuration. Resuming starts from the run's config.toml, then the file and the
     overrides; changing what the checkpoint depends on (ARCHITECTURE) is refused, as is starting a
     new run in a directory that holds one."""
-    config = load_config(config_file, overrides)
+    config = load_config(config_file, overrides, check=not resume)  # on resume, checked once over the saved one
     run_dir = Path(config.out_dir)
     if not resume:
         if (run_dir / CHECKPOINT).exists():
@@ -154,7 +154,7 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
         except RuntimeError as e:  # load_state_dict: missing keys or other shapes
             reason = " ".join(str(e).split())[:300]
             raise ValueError(f"--resume: {run_dir / CHECKPOINT} is from another configuration: {reason}") from None
-        done = [r for r in M.read_metrics(run_dir) if r["step"] <= start and "time_s" in r]
+        done = [r for r in M.read_metrics(run_dir) if r["step"] <= start and "train_loss" in r]
         offset = {k: done[-1][k] for k in offset} if done else offset
     if rank == 0:
         write_text_atomic(run_dir / CONFIG, config.to_toml())
