@@ -38,10 +38,10 @@ class TrainConfig:
     rope_theta: float = 10000.0
     # the optimisation: AdamW, the cosine schedule with warm-up, gradient clipping
     batch_size: int = 32  # the global batch, split across processes under torchrun
-    max_steps: int = 3000
+    max_steps: int = 600
     max_lr: float = 3e-3
     min_lr: float = 3e-4
-    warmup_steps: int = 100
+    warmup_steps: int = 50
     cosine_cycle_steps: int = 0  # 0: max_steps
     weight_decay: float = 0.1
     beta1: float = 0.9
@@ -49,10 +49,10 @@ class TrainConfig:
     eps: float = 1e-8
     max_grad_norm: float = 1.0
     # evaluation, logging and checkpoints, every so many steps
-    eval_interval: int = 250
+    eval_interval: int = 100
     eval_batches: int = 16
     log_interval: int = 10
-    checkpoint_interval: int = 250
+    checkpoint_interval: int = 100
     # the machine
     device: str = "auto"  # auto: cuda, else mps, else cpu
     dtype: str = "auto"  # auto: bfloat16 autocast on CUDA with bf16 support, else float32; or float32 / bfloat16

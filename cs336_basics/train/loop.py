@@ -13,6 +13,7 @@ writes (the run directory, checkpoints, metrics, the plot) and shows the progres
 import contextlib
 import math
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -216,8 +217,8 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
             M.append_metrics(run_dir, {"step": done, "valid_loss": valid,
                                        "time_s": round(offset["time_s"] + time.perf_counter() - t0, 3)})  # fmt: skip
             M.plot_losses(run_dir, f"{run_dir.name}: {sum(p.numel() for p in model.parameters()):,} parameters")
-            if bar is not None:
-                bar.write(f"step {done}: validation loss {valid:.4f}")
+            line = f"step {done}: validation loss {valid:.4f}, {record.get('time_s', 0) / 60:.1f} min, {record.get('cpu_s', 0) / 60:.1f} CPU min"
+            bar.write(line) if bar is not None else print(line, file=sys.stderr, flush=True)
         if rank == 0 and (done % config.checkpoint_interval == 0 or last_step):
             save_checkpoint(model, optimizer, done, run_dir / CHECKPOINT)
         if bar is not None:

@@ -34,3 +34,11 @@ def toy_stories(rng: np.random.Generator, n_stories: int) -> str:
         story = PLOTS[plot].format(n=NAMES[n], f=FRIENDS[f], p=PLACES[p], t=THINGS[t], e=FEELINGS[e])
         out.append(story + EOT)
     return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # python -m cs336_basics.train.toy_stories N_STORIES OUT.txt [SEED]
+    import sys
+
+    n, out, seed = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(toy_stories(np.random.default_rng(seed), n))

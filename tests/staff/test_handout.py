@@ -282,7 +282,7 @@ def test_handout_cli_offers_the_student_commands(handout):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert "{status,submit,generate}" in done.stdout
+    assert "{status,submit,generate,train}" in done.stdout
     scripts = tomllib.loads((handout / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"cs336": "cs336_basics.cli:main"}
 
@@ -336,3 +336,22 @@ def test_handout_smollm2_answers_paris_like_the_reference_and_skips_until_every_
     assert "not implemented" in logs["stub_smollm2"][1], logs["stub_smollm2"][1][-2000:]
     done = _results(tmp_path / "restored_smollm2.xml", restored)
     assert [o for o, _ in done.values()] == ["passed"], logs["restored_smollm2"][1][-2000:]
+
+
+def test_handout_short_training_run_skips_until_every_component_works_and_passes_restored(handout, tmp_path):
+    """tests/test_train.py on the handout: skipped, naming the first function still to write (the
+    loop is given; train_bpe is the first component it calls); with the solutions restored, passed."""
+    restored = tmp_path / "restored"
+    shutil.copytree(handout, restored)
+    H.restore_solutions(restored, REPO)
+    (tmp_path / "handout_probe.py").write_text(PROBE)
+    procs = {
+        name: _pytest(root, tmp_path, name, "-k", "train_short_run", "-rs")
+        for name, root in (("stub_train", handout), ("restored_train", restored))
+    }
+    logs = {name: (p.wait(), (tmp_path / f"{name}.log").read_text()) for name, p in procs.items()}
+    stub = _results(tmp_path / "stub_train.xml", handout)
+    assert logs["stub_train"][0] == 0 and [o for o, _ in stub.values()] == ["skipped"], logs["stub_train"][1][-2000:]
+    assert "not implemented yet: Implement train_bpe" in logs["stub_train"][1], logs["stub_train"][1][-2000:]
+    done = _results(tmp_path / "restored_train.xml", restored)
+    assert [o for o, _ in done.values()] == ["passed"], logs["restored_train"][1][-2000:]
