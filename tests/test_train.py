@@ -11,9 +11,9 @@ from cs336_basics.train.config import TrainConfig
 from cs336_basics.train.loop import train
 from cs336_basics.train.toy_stories import toy_stories
 
-# Measured (tests/staff/README.md, "Training"): the reference reaches a validation loss of 0.28-0.29
-# nats/token here (seeds 0-2, and with ATEN_CPU_CAPABILITY=default); the stories' own entropy is about
-# 0.25. The best trigram model of the same tokens gets 0.59 and word frequencies alone 4.3, so a loss
+# Measured by the course staff with the reference: it reaches a validation loss of 0.26-0.29
+# nats/token here (0.285, 0.259, 0.261 with seeds 0, 1, 2; seed 0 with ATEN_CPU_CAPABILITY=default:
+# 0.285), near the stories' own entropy (about 0.25: the draws of plot, names, place, thing and feeling). The best trigram model of the same tokens gets 0.59 and word frequencies alone 4.3, so a loss
 # below 0.5 needs attention to more than the two previous tokens.
 LOSS_BELOW = 0.5
 
@@ -37,5 +37,5 @@ def test_train_short_run_loss_falls_below_the_measured_threshold(tmp_path):
     losses = [r for r in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert record["valid_loss"] < LOSS_BELOW, (
         f"after 300 steps the validation loss is {record['valid_loss']:.3f}, not below {LOSS_BELOW} "
-        f"(the reference: 0.28-0.29); the metrics, one JSON line per record:\n" + "\n".join(losses)
+        f"(the reference: 0.26-0.29); the metrics, one JSON line per record:\n" + "\n".join(losses)
     )
