@@ -71,7 +71,11 @@ class BuiltinLM(nn.Module):
         return self.head(self.norm(x))
 
     def load_ours(self, sd: dict) -> "BuiltinLM":
-        names = {"embed.weight": "token_embeddings.weight", "norm.weight": "ln_final.weight", "head.weight": "lm_head.weight"}
+        names = {
+            "embed.weight": "token_embeddings.weight",
+            "norm.weight": "ln_final.weight",
+            "head.weight": "lm_head.weight",
+        }
         for i in range(len(self.layers)):
             for new, old in (("ln1", "ln1"), ("ln2", "ln2"), ("q", "attn.q_proj"), ("k", "attn.k_proj"), ("v", "attn.v_proj"),
                              ("o", "attn.output_proj"), ("w1", "ffn.w1"), ("w2", "ffn.w2"), ("w3", "ffn.w3")):  # fmt: skip

@@ -24,7 +24,9 @@ def add_command(commands) -> None:
     src.add_argument(
         "--hf-dir", metavar="PATH", help="a local Llama-family checkpoint: config.json + *.safetensors + tokenizer.json"
     )
-    src.add_argument("--checkpoint", metavar="DIR", help="a run directory `cs336 train` wrote (its model and tokenizer)")
+    src.add_argument(
+        "--checkpoint", metavar="DIR", help="a run directory `cs336 train` wrote (its model and tokenizer)"
+    )
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default)")
     p.add_argument("--top-p", type=float, default=1.0)

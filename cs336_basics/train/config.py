@@ -77,7 +77,9 @@ class TrainConfig:
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         if (self.d_model // self.num_heads) % 2:
-            raise ValueError(f"d_model / num_heads = {self.d_model // self.num_heads} must be even (RoPE rotates pairs)")
+            raise ValueError(
+                f"d_model / num_heads = {self.d_model // self.num_heads} must be even (RoPE rotates pairs)"
+            )
         if not 0 < self.valid_fraction < 1:
             raise ValueError(f"valid_fraction must be in (0, 1), got {self.valid_fraction!r}")
         if not 0 <= self.min_lr <= self.max_lr:

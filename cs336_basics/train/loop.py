@@ -64,7 +64,9 @@ def resolve_config(config_file: str | None, overrides: dict, resume: bool) -> Tr
     run_dir = Path(config.out_dir)
     if not resume:
         if (run_dir / CHECKPOINT).exists():
-            raise ValueError(f"{config.out_dir!r} already holds a run: pass --resume to continue it, or another --out_dir")
+            raise ValueError(
+                f"{config.out_dir!r} already holds a run: pass --resume to continue it, or another --out_dir"
+            )
         return config
     saved_file = run_dir / CONFIG
     if not (run_dir / CHECKPOINT).is_file() or not saved_file.is_file():
@@ -74,7 +76,9 @@ def resolve_config(config_file: str | None, overrides: dict, resume: bool) -> Tr
     changed = [f"{k}={getattr(saved, k)!r} -> {getattr(config, k)!r}" for k in ARCHITECTURE
                if getattr(saved, k) != getattr(config, k)]  # fmt: skip
     if changed:
-        raise ValueError(f"--resume: the checkpoint in {config.out_dir!r} is from another configuration ({', '.join(changed)})")
+        raise ValueError(
+            f"--resume: the checkpoint in {config.out_dir!r} is from another configuration ({', '.join(changed)})"
+        )
     return config
 
 
@@ -237,7 +241,9 @@ def load_trained(run_dir: str | os.PathLike, device: str = "cpu"):
     run_dir = Path(run_dir)
     for name in (CONFIG, T.VOCAB, T.MERGES, CHECKPOINT):
         if not (run_dir / name).is_file():
-            raise FileNotFoundError(f"--checkpoint {os.fspath(run_dir)!r}: no {name} there (a cs336 train run directory)")
+            raise FileNotFoundError(
+                f"--checkpoint {os.fspath(run_dir)!r}: no {name} there (a cs336 train run directory)"
+            )
     config = apply(TrainConfig(), read_toml(run_dir / CONFIG), os.fspath(run_dir / CONFIG))
     state = read_checkpoint(run_dir / CHECKPOINT)
     model = TransformerLM(config.model_config(), device=device)

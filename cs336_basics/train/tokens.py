@@ -26,7 +26,9 @@ def read_corpus(config: TrainConfig) -> dict[str, str]:
         try:
             from cs336_basics.corpus import read_split
         except ModuleNotFoundError:
-            raise ValueError("the project corpus (cs336_basics.corpus) is not installed here; give --corpus PATH") from None
+            raise ValueError(
+                "the project corpus (cs336_basics.corpus) is not installed here; give --corpus PATH"
+            ) from None
         splits = {"train": read_split("train"), "valid": read_split("valid")}
     else:
         path = Path(config.corpus)

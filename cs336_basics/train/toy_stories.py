@@ -15,10 +15,10 @@ PLACES = ["park", "garden", "forest", "beach", "farm", "house", "river", "hill"]
 THINGS = ["ball", "kite", "hat", "box", "book", "cake", "boat", "flower", "toy car", "red shoe"]
 FEELINGS = ["happy", "sad", "scared", "excited", "tired", "proud", "surprised"]
 PLOTS = [
-    "One day, {n} went to the {p} with a {f}. They found a {t}. {n} said, \"Look at this {t}!\" "
+    'One day, {n} went to the {p} with a {f}. They found a {t}. {n} said, "Look at this {t}!" '
     "The {f} was {e}. They played with the {t} all day. When the sun went down, {n} and the {f} went home.",
     "{n} had a {t}. {n} loved the {t} very much. One day, the {t} was lost in the {p}. {n} was {e}. "
-    "A little {f} came and helped {n} look. The {f} found the {t} under a tree. {n} said, \"Thank you, {f}!\"",
+    'A little {f} came and helped {n} look. The {f} found the {t} under a tree. {n} said, "Thank you, {f}!"',
     "Once upon a time, there was a {f} who lived near the {p}. The {f} wanted a {t}. {n} saw the {f} and "
     "gave it a {t}. The {f} was so {e}! From that day on, {n} and the {f} were best friends.",
     "{n} and a {f} went to the {p}. It started to rain. {n} was {e}, but the {f} had an idea. "

@@ -93,7 +93,11 @@ def _bad_input(case: str, tmp_path: Path, trained: Path) -> tuple[list[str], Pat
     if case == "prompt_longer_than_context":
         return ["generate", "--checkpoint", str(run), "Once upon a time " * 40], run, "context_length=32"
     if case == "resume_with_another_configuration":
-        return ["train", "--resume", f"--out_dir={run}", "--d_model=64"], run, "another configuration (d_model=32 -> 64)"
+        return (
+            ["train", "--resume", f"--out_dir={run}", "--d_model=64"],
+            run,
+            "another configuration (d_model=32 -> 64)",
+        )
     assert case == "corrupt_file"
     data = (run / "checkpoint.pt").read_bytes()
     (run / "checkpoint.pt").write_bytes(data[: len(data) // 2])
@@ -112,7 +116,7 @@ def test_train_bad_input_is_one_line_exit_1_and_writes_nothing(case, tmp_path, t
     assert _files(watched) == before
 
 
-SITECUSTOMIZE = '''import os, sys
+SITECUSTOMIZE = """import os, sys
 if os.environ.get("WRITE_LOG"):
     _fd = os.open(f"{os.environ['WRITE_LOG']}.{os.environ.get('RANK', 'launcher')}", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     _root = os.environ["WATCHED_DIR"]
@@ -126,7 +130,7 @@ if os.environ.get("WRITE_LOG"):
         if path.startswith(_root):
             os.write(_fd, (event + " " + path + "\\n").encode())
     sys.addaudithook(_hook)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
