@@ -72,6 +72,10 @@ class TrainConfig:
             raise ValueError(
                 f"vocab_size must be at least 256 bytes + 1 special token ({EOT}) = {minimum}, got {self.vocab_size}"
             )
+        if self.vocab_size > 1 << 16:
+            raise ValueError(
+                f"vocab_size must be at most 65536 (token ids are stored as uint16), got {self.vocab_size}"
+            )
         if bool(self.vocab_path) != bool(self.merges_path):
             raise ValueError("give both vocab_path and merges_path (a tokenizer), or neither (train one)")
         if self.d_model % self.num_heads:

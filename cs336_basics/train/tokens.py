@@ -63,11 +63,19 @@ def _sha256(*parts: bytes) -> str:
 
 def make_tokenizer(config: TrainConfig, run_dir: Path, train_text: str) -> Tokenizer:
     """The run's tokenizer, written to run_dir/vocab.json and merges.txt: the given files, else the
-    ones already there, else train_bpe on `train_text` (vocab_size, special token <|endoftext|>)."""
-    vocab_file, merges_file = run_dir / VOCAB, run_dir / MERGES
+    ones already there if bpe.json says they came from the same settings and text, else
+    train_bpe on `train_text` (vocab_size, special token <|endoftext|>)."""
+    vocab_file, merges_file, key_file = run_dir / VOCAB, run_dir / MERGES, run_dir / "bpe.json"
+    key = {"vocab_size": config.vocab_size, "vocab_path": config.vocab_path, "merges_path": config.merges_path,
+           "train_text_sha256": _sha256(train_text.encode())}  # fmt: skip
     if config.vocab_path:
         tokenizer = Tokenizer.from_files(config.vocab_path, config.merges_path, [EOT])
-    elif vocab_file.is_file() and merges_file.is_file():
+        if len(tokenizer.vocab) > config.vocab_size:
+            raise ValueError(
+                f"the tokenizer {config.vocab_path!r} has {len(tokenizer.vocab)} tokens: vocab_size must be at least "
+                f"that, got {config.vocab_size}"
+            )
+    elif key_file.is_file() and json.loads(key_file.read_text()) == key and vocab_file.is_file():
         return Tokenizer.from_files(vocab_file, merges_file, [EOT])
     else:
         text_file = run_dir / "train.txt"
@@ -75,6 +83,7 @@ def make_tokenizer(config: TrainConfig, run_dir: Path, train_text: str) -> Token
         vocab, merges = train_bpe(text_file, config.vocab_size, [EOT])
         tokenizer = Tokenizer(vocab, merges, [EOT])
     tokenizer.to_files(vocab_file, merges_file)
+    write_text_atomic(key_file, json.dumps(key) + "\n")
     return tokenizer
 
 
