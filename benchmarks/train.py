@@ -9,7 +9,9 @@ float32 rounding, printed as a check) and take the same batches; their steps alt
 machine's load falls on both alike. Each step is one training step as `cs336 train` takes it:
 forward, loss, backward, gradient clipping (ours in both), optimizer step. Reported: the median
 step's wall and CPU time, tokens/s, and ours / built-ins (>= 1 means ours is at least as fast).
-The model is `cs336 train`'s default configuration (cs336_basics/train/config.py)."""
+The model is `cs336 train`'s default configuration (cs336_basics/train/config.py).
+`--parts` also times, the same way, where the difference goes: one layer's attention, RMSNorm,
+the loss and the optimizer step, ours against the built-in, forward + backward."""
 
 import argparse
 import statistics
@@ -84,12 +86,57 @@ class BuiltinLM(nn.Module):
         return self
 
 
+def _median_cpu_ms(fn, repeats: int = 7) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        c0 = time.process_time()
+        fn()
+        times.append(time.process_time() - c0)
+    return statistics.median(times) * 1e3
+
+
+def parts(c, batch: int, context: int, ours: TransformerLM, hyper: dict) -> None:
+    """Median CPU ms of each part, forward + backward, ours against the built-in."""
+    g = torch.Generator().manual_seed(2)
+    d_k, heads = c.d_model // c.num_heads, c.num_heads
+    q, k, v = (torch.randn(batch, heads, context, d_k, generator=g).requires_grad_() for _ in range(3))
+    mask = torch.ones(context, context, dtype=torch.bool).tril()
+    x = torch.randn(batch, context, c.d_model, generator=g).requires_grad_()
+    gain = torch.ones(c.d_model, requires_grad=True)
+    logits = torch.randn(batch * context, c.vocab_size, generator=g).requires_grad_()
+    targets = torch.randint(0, c.vocab_size, (batch * context,), generator=g)
+    for p in ours.parameters():
+        p.grad = torch.randn(p.shape, generator=g)
+    pairs = {
+        "attention (one layer)": (
+            lambda: ours_F.scaled_dot_product_attention(q, k, v, mask).sum().backward(),
+            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward(),
+        ),
+        "  its two matmuls alone": (lambda: ((q @ k.mT) @ v).sum().backward(), None),
+        "rmsnorm (one)": (
+            lambda: ours_F.rmsnorm(x, gain, c.eps).sum().backward(),
+            lambda: F.rms_norm(x, (c.d_model,), gain, c.eps).sum().backward(),
+        ),
+        "cross_entropy": (
+            lambda: ours_F.cross_entropy(logits, targets).backward(),
+            lambda: F.cross_entropy(logits, targets).backward(),
+        ),
+        "optimizer step": (AdamW(ours.parameters(), **hyper).step, torch.optim.AdamW(ours.parameters(), **hyper).step),
+    }
+    print("parts, median CPU ms (ours / built-in):")
+    for name, (mine, builtin) in pairs.items():
+        theirs = f"{_median_cpu_ms(builtin):8.1f}" if builtin else "       -"
+        print(f"  {name:<24} {_median_cpu_ms(mine):8.1f} {theirs}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch", type=int, default=None, help="default: cs336 train's batch_size")
     p.add_argument("--context", type=int, default=None, help="default: cs336 train's context_length")
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
+    p.add_argument("--parts", action="store_true", help="also time attention, RMSNorm, the loss and AdamW alone")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -131,6 +178,8 @@ def main() -> None:
         print(f"{name:>10}: {wall * 1e3:8.1f} ms/step wall, {cpu * 1e3:8.1f} ms CPU, {speed[name][0]:8.0f} tokens/s")
     print(f"ours / built-ins: {speed['ours'][0] / speed['built-ins'][0]:.2f} (tokens/s, wall), "
           f"{speed['ours'][1] / speed['built-ins'][1]:.2f} (tokens per CPU second)")  # fmt: skip
+    if args.parts:
+        parts(c, batch, context, ours, hyper)
 
 
 if __name__ == "__main__":
