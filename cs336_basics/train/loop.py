@@ -116,6 +116,7 @@ def train(config: TrainConfig, resume: bool = False) -> dict:
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} must be a multiple of the number of processes ({world})")
     device = resolve_device(config.device)
+    threads = torch.get_num_threads()
     if config.threads:
         torch.set_num_threads(config.threads)
     run_dir = Path(config.out_dir)
@@ -124,6 +125,7 @@ def train(config: TrainConfig, resume: bool = False) -> dict:
     try:
         return _train(config, resume, rank, world, device, run_dir)
     finally:
+        torch.set_num_threads(threads)  # a caller in the same process (a test) gets its threads back
         if world > 1 and dist.is_initialized():
             dist.destroy_process_group()
 
