@@ -158,7 +158,7 @@ if __name__ == "__main__":
         print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")
 
 
-def test_mha_attention_mask_must_cover_the_cached_and_new_keys():
+def test_mha_padding_mask_must_cover_the_cached_and_new_keys():
     attn = MultiHeadSelfAttention(16, 4)
     x = torch.randn(2, 3, 16)
     with pytest.raises(
@@ -167,7 +167,7 @@ def test_mha_attention_mask_must_cover_the_cached_and_new_keys():
         attn(x, attention_mask=torch.ones(2, 4, dtype=torch.bool))
 
 
-def test_mha_attention_mask_hides_padding_keys():
+def test_mha_padding_mask_hides_the_padding_keys():
     """A left-padded row gives its real tokens the outputs they have without the padding."""
     torch.manual_seed(0)
     attn = MultiHeadSelfAttention(16, 4, rope=RotaryPositionalEmbedding(THETA, 4, MAX_LEN)).double()
