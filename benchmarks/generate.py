@@ -14,9 +14,9 @@ import time
 
 import torch
 
+from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
+from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
 from cs336_basics.generate import generate
-from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.nn.gguf_file import SMOLLM2_FILE, load_gguf_model, smollm2_path
 
 PROMPT = "Explain in a few sentences why the sky is blue."
 

@@ -15,6 +15,7 @@ from cs336_basics.nn.parallel import (
     ColumnParallelLinear,
     ParallelSwiGLUFFN,
     RowParallelLinear,
+    sharding,
 )
 from cs336_basics.testing import tolerance
 
@@ -75,7 +76,7 @@ def test_parallel_collectives_per_pass_are_megatrons(kind, world_size=W):
 def test_parallel_column_rank_holds_its_slice_of_output_rows():
     w = torch.arange(24 * 16, dtype=torch.float64).reshape(24, 16)  # row i holds 16 i .. 16 i + 15
     layer = ColumnParallelLinear(16, 24, world_size=4, rank=2, dtype=torch.float64)
-    shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=2, world_size=4)
+    shard = sharding.shard_state_dict({"weight": w}, sharding.sharding_plan(layer), rank=2, world_size=4)
     convert.load_state_dict(layer, shard)
     assert torch.equal(layer.weight, w[12:18])
 
@@ -83,13 +84,13 @@ def test_parallel_column_rank_holds_its_slice_of_output_rows():
 def test_parallel_row_rank_holds_its_slice_of_input_columns():
     w = torch.arange(16 * 24, dtype=torch.float64).reshape(16, 24)
     layer = RowParallelLinear(24, 16, world_size=4, rank=1, dtype=torch.float64)
-    shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=1, world_size=4)
+    shard = sharding.shard_state_dict({"weight": w}, sharding.sharding_plan(layer), rank=1, world_size=4)
     convert.load_state_dict(layer, shard)
     assert torch.equal(layer.weight, w[:, 6:12])
 
 
 def test_parallel_ffn_plan_follows_meta_llama():
-    plan = convert.sharding_plan(ParallelSwiGLUFFN(16, 24, world_size=2, rank=0))
+    plan = sharding.sharding_plan(ParallelSwiGLUFFN(16, 24, world_size=2, rank=0))
     assert plan == {"w1.weight": 0, "w2.weight": 1, "w3.weight": 0}
 
 
@@ -97,10 +98,10 @@ def test_parallel_shard_then_gather_round_trips():
     full = P.inputs("ffn")["weights"]
     plan = P.plan_of("ffn")
     for world_size in (1, 2, 4):
-        shards = [convert.shard_state_dict(full, plan, r, world_size) for r in range(world_size)]
+        shards = [sharding.shard_state_dict(full, plan, r, world_size) for r in range(world_size)]
         assert shards[0]["w1.weight"].shape == (24 // world_size, 16)
         assert shards[0]["w2.weight"].shape == (16, 24 // world_size)
-        back = convert.gather_state_dict(shards, plan)
+        back = sharding.gather_state_dict(shards, plan)
         assert all(torch.equal(back[k], full[k]) for k in full)
 
 
@@ -112,7 +113,7 @@ def test_parallel_indivisible_width_raises_naming_both_numbers():
     with pytest.raises(ValueError, match=r"d_out=18 .*world_size=4"):
         ParallelSwiGLUFFN(16, 18, world_size=4, rank=0)
     with pytest.raises(ValueError, match=r"size 10, .*world_size=4"):
-        convert.shard_state_dict({"weight": torch.zeros(10, 16)}, {"weight": 0}, rank=0, world_size=4)
+        sharding.shard_state_dict({"weight": torch.zeros(10, 16)}, {"weight": 0}, rank=0, world_size=4)
 
 
 def _measure(world_sizes=(1, 2, 4)) -> None:

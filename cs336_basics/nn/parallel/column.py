@@ -21,7 +21,7 @@ class ColumnParallelLinear(nn.Module):
     this rank's (..., d_out/W), to feed a RowParallelLinear with input_is_parallel=True.
     Runs in x's dtype. Init: the full layer's truncated normal, std sqrt(2/(d_in+d_out))."""
 
-    shard_dim = 0  # the axis of `weight` split across ranks (nn.convert.shard_state_dict)
+    shard_dim = 0  # the axis of `weight` split across ranks (nn.parallel.sharding.shard_state_dict)
 
     def __init__(
         self,

@@ -22,7 +22,7 @@ class RowParallelLinear(nn.Module):
     output with gather_output=False); False takes the full (..., d_in) and keeps its slice.
     Returns the full (..., d_out) on every rank, in x's dtype."""
 
-    shard_dim = 1  # the axis of `weight` split across ranks (nn.convert.shard_state_dict)
+    shard_dim = 1  # the axis of `weight` split across ranks (nn.parallel.sharding.shard_state_dict)
 
     def __init__(
         self,

@@ -9,8 +9,8 @@
 
 Two all-reduces per layer in forward (after attention's output_proj and the FFN's w2); every
 rank ends each layer with the same residual stream, so every rank computes the same logits.
-State dict keys equal TransformerLM's; `convert.sharding_plan` of this module says how each
-is split, so a full TransformerLM state dict loads with `convert.shard_state_dict`."""
+State dict keys equal TransformerLM's; `sharding.sharding_plan` of this module says how each
+is split, so a full TransformerLM state dict loads with `sharding.shard_state_dict` (nn/parallel/sharding.py)."""
 
 from torch import nn
 
@@ -84,10 +84,11 @@ def check_shardable(config: TransformerLMConfig, world_size: int) -> None:
 def load_sharded(
     config: TransformerLMConfig, state_dict: dict, group=None, device=None, dtype=None
 ) -> ParallelTransformerLM:
-    """This rank's ParallelTransformerLM holding its shard (convert.shard_state_dict) of a full
+    """This rank's ParallelTransformerLM holding its shard (sharding.shard_state_dict) of a full
     TransformerLM state dict."""
     from cs336_basics.nn import convert
+    from cs336_basics.nn.parallel import sharding
 
     model = ParallelTransformerLM(config, group=group, device=device, dtype=dtype)
-    shard = convert.shard_state_dict(state_dict, convert.sharding_plan(model), model.rank, model.world_size)
+    shard = sharding.shard_state_dict(state_dict, sharding.sharding_plan(model), model.rank, model.world_size)
     return convert.load_state_dict(model, shard)
