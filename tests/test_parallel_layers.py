@@ -3,8 +3,7 @@ what the single-process modules compute, output and every gradient, and issue Me
 collectives, no more.
 
 One launch runs every case on both ranks (tests/_parallel.py); each test checks one behaviour of
-those results. Tolerances are measured floors x 10 (the floors: `uv run python -m
-tests.test_parallel_layers`). The course staff's suite repeats these checks with 1 and 4 ranks
+those results. Tolerances: tests/floors.py ("parallel.*"), the floors measured by measure_floors below. The course staff's suite repeats these checks with 1 and 4 ranks
 and against PyTorch's DTensor tensor parallelism."""
 
 import pytest
@@ -17,13 +16,12 @@ from cs336_basics.nn.parallel import (
     RowParallelLinear,
     sharding,
 )
-from cs336_basics.testing import tolerance
 
 from . import _parallel as P
 from ._helpers import assert_close
+from .floors import MaxErrors, tol
 
-# Max scaled error over W = 1, 2, 4, every kind, output and every gradient.
-TOL_SINGLE = {torch.float32: tolerance(3.9e-7), torch.float64: tolerance(5.7e-16, torch.float64)}
+TOL_SINGLE = {torch.float32: tol("parallel.f32"), torch.float64: tol("parallel.f64")}  # tests/floors.py
 
 W = P.WORLD_SIZE
 CASES = [(k, d) for k in P.KINDS for d in P.DTYPES]
@@ -116,23 +114,24 @@ def test_parallel_indivisible_width_raises_naming_both_numbers():
         sharding.shard_state_dict({"weight": torch.zeros(10, 16)}, {"weight": 0}, rank=0, world_size=4)
 
 
-def _measure(world_sizes=(1, 2, 4)) -> None:
-    """Print the floor of TOL_SINGLE: max scaled error over world sizes, kinds, output and
-    every gradient, per dtype."""
-    from cs336_basics.testing import scaled_error
-
-    worst = {}
+def measure_floors(seeds=None, world_sizes=(1, 2, 4)) -> dict[str, float]:
+    """{floor name: max scaled error} over world sizes, kinds, output and every gradient, per
+    dtype, and of the attention split by head (tests/test_parallel_heads.py); the inputs are
+    fixed (tests/_parallel.py), so `seeds` is not used."""
+    floors = MaxErrors()
     for world_size in world_sizes:
         for kind, dtype in CASES:
             got, want = P.ours(kind, world_size, dtype), P.single_process(kind, dtype)
-            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
+            name = "parallel.f32" if dtype == torch.float32 else "parallel.f64"
+            for a, b in [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
                 (got["dw"][k], want["dw"][k]) for k in want["dw"]
-            ]
-            err = max(float(scaled_error(a, b).max()) for a, b in pairs)
-            worst[dtype] = max(worst.get(dtype, 0.0), err)
-    for dtype, err in worst.items():
-        print(f"ours vs the single-process modules {dtype!s:14s} {err:.2e}")
-
-
-if __name__ == "__main__":
-    _measure()
+            ]:
+                floors.keep(name, a, b)
+        full, _, x, dy = P.heads_case()
+        xg = x.clone().requires_grad_()
+        want = full(xg)
+        (want * dy).sum().backward()
+        y, dx, _ = P.shared_launch(P.PARTS, "heads", world_size)[0]
+        floors.keep("parallel.heads", y, want.detach())
+        floors.keep("parallel.heads", dx, xg.grad)
+    return floors

@@ -36,6 +36,7 @@ MEASURED_BY = (
     "tests.test_mha",
     "tests.test_block",
     "tests.test_lm",
+    "tests.test_parallel_layers",
 )
 
 
