@@ -17,9 +17,9 @@ import time
 
 import torch
 
+from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
+from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
 from cs336_basics.generate import generate, generate_batch
-from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.nn.gguf_file import SMOLLM2_FILE, load_gguf_model, smollm2_path
 
 PROMPT = "Explain in a few sentences why the sky is blue."
 TOPICS = ("a cat", "the moon", "a red ball", "rain", "a big friendly dog", "trees", "a boat on a lake", "bread")
@@ -67,9 +67,10 @@ def main() -> None:
         t_gen_ours = best_time(run_ours, args.repeats)
         t_gen_hf = best_time(run_hf, args.repeats)
         if args.batch:
-            chat = lambda topic: apply_chat_template(
-                reader, [{"role": "user", "content": f"Tell a story about {topic}."}]
-            )  # noqa: E731
+
+            def chat(topic):
+                return apply_chat_template(reader, [{"role": "user", "content": f"Tell a story about {topic}."}])
+
             prompts = [
                 tokenizer.encode(chat(TOPICS[i % len(TOPICS)]) + " " * (i // len(TOPICS))).ids
                 for i in range(args.batch)

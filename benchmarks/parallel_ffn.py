@@ -29,7 +29,7 @@ import torch.distributed as dist
 
 from cs336_basics.nn import convert
 from cs336_basics.nn.modules import SwiGLUFFN
-from cs336_basics.nn.parallel import ParallelSwiGLUFFN
+from cs336_basics.nn.parallel import ParallelSwiGLUFFN, sharding
 from cs336_basics.nn.parallel.launch import launch
 
 D_MODEL, D_FF = 2048, 5632  # TinyLlama-1.1B (config.json: hidden_size, intermediate_size)
@@ -49,7 +49,9 @@ def _rank_bench(rank: int, world_size: int, parallel: bool, batch: int, seq: int
     full = _weights()
     if parallel:
         module = ParallelSwiGLUFFN(D_MODEL, D_FF)
-        convert.load_state_dict(module, convert.shard_state_dict(full, convert.sharding_plan(module), rank, world_size))
+        convert.load_state_dict(
+            module, sharding.shard_state_dict(full, sharding.sharding_plan(module), rank, world_size)
+        )
     else:
         module = convert.load_state_dict(SwiGLUFFN(D_MODEL, D_FF), full)
     g = torch.Generator().manual_seed(1)

@@ -52,15 +52,15 @@ def load(args):
         return model, tokenizer, tokenizer.encode(args.prompt), [tokenizer.id_of[EOT.encode("utf-8")]]
     if args.hf_dir:
         from cs336_basics.chat_template import render_chat_template
-        from cs336_basics.hf_checkpoint import load_hf_dir
+        from cs336_basics.checkpoints.hf import load_hf_dir
 
         model, tokenizer, template, eos = load_hf_dir(args.hf_dir)
         if tokenizer is None:
             raise ValueError(f"no tokenizer.json in {args.hf_dir}")
         text = render_chat_template(template, messages) if args.chat and template else args.prompt
     else:
-        from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-        from cs336_basics.nn.gguf_file import field, load_gguf_model, smollm2_path
+        from cs336_basics.checkpoints.gguf import field, load_gguf_model, smollm2_path
+        from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
 
         model, reader = load_gguf_model(args.gguf or smollm2_path())
         tokenizer = tokenizer_from_gguf(reader)
@@ -94,8 +94,8 @@ def _generate_parallel(args, model, tokenizer, ids, eos, world_size: int, under_
     """(tokens, seconds) of rank 0 of `world_size` ranks: torchrun's, or ones launched here."""
     import torch.distributed as dist
 
+    from cs336_basics.generate_parallel import rank_generate
     from cs336_basics.nn.parallel import choose_backend
-    from cs336_basics.nn.parallel.generate import rank_generate
     from cs336_basics.nn.parallel.launch import launch
     from cs336_basics.nn.parallel.transformer_lm import check_shardable
 

@@ -24,6 +24,7 @@ from cs336_basics.nn.parallel import (
     ParallelAttention,
     ParallelSwiGLUFFN,
     RowParallelLinear,
+    sharding,
 )
 from cs336_basics.nn.parallel.launch import launch
 
@@ -163,7 +164,7 @@ def rank_heads(rank: int, world_size: int) -> tuple:
     """On one rank: ParallelAttention holding this rank's heads; (output, input grad, collectives)."""
     _, weights, x, dy = heads_case()
     m = ParallelAttention(HEADS_D, HEADS_H, HEADS_KV, rope=heads_rope(), dtype=torch.float64)
-    m.load_state_dict(convert.shard_state_dict(weights, convert.sharding_plan(m), rank, world_size), strict=True)
+    m.load_state_dict(sharding.shard_state_dict(weights, sharding.sharding_plan(m), rank, world_size), strict=True)
     x = x.clone().requires_grad_()
     with counting_collectives() as counts:
         y = m(x)
@@ -179,7 +180,7 @@ def rank_layers(rank: int, world_size: int) -> dict:
             module = parallel_module(kind, dtype=dtype)
             full = {k: v.to(dtype) for k, v in inputs(kind)["weights"].items()}
             convert.load_state_dict(
-                module, convert.shard_state_dict(full, convert.sharding_plan(module), rank, world_size)
+                module, sharding.shard_state_dict(full, sharding.sharding_plan(module), rank, world_size)
             )
             out[kind, dtype] = run_case(module, kind, dtype, rank, world_size)
     return out
@@ -233,13 +234,13 @@ def assemble(per_rank: list[dict], kind: str, dtype, sharded_weights: bool, plan
         "forward": rs[0]["forward"],
         "backward": rs[0]["backward"],
     }
-    full["dw"] = convert.gather_state_dict([r["dw"] for r in rs], plan) if sharded_weights else rs[0]["dw"]
+    full["dw"] = sharding.gather_state_dict([r["dw"] for r in rs], plan) if sharded_weights else rs[0]["dw"]
     return full
 
 
 @functools.cache
 def plan_of(kind: str) -> dict:
-    return convert.sharding_plan(parallel_module(kind, world_size=1, rank=0))
+    return sharding.sharding_plan(parallel_module(kind, world_size=1, rank=0))
 
 
 def child_pids() -> list[int]:

@@ -315,10 +315,10 @@ def run_ffn_block(
     eps: float = 1e-5,
     bias: bool = False,
 ) -> Float[Tensor, " ... d_model"]:
-    """x + FFN(Norm(x)); `weights` uses the block's state dict keys (`ffn_norm.weight`,
-    `feed_forward.w1.weight`, ...)."""
+    """x + FFN(Norm(x)); `weights` in Meta llama's names (`ffn_norm.weight`,
+    `feed_forward.w1.weight`, ...; the block's own are `ln2.weight`, `ffn.w1.weight`, ...)."""
     config = FFNBlockConfig(d_model, d_ff, norm=norm, ffn=ffn, activation=activation, eps=eps, bias=bias)
-    return _loaded(FFNBlock(config, **_like(in_features)), weights)(in_features)
+    return convert.load_state_dict(FFNBlock(config, **_like(in_features)), weights, naming="meta")(in_features)
 
 
 # Tensor parallelism (Megatron-LM, Shoeybi et al. 2019; Meta's llama FeedForward): each adapter

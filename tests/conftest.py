@@ -87,10 +87,31 @@ def pytest_configure(config):
     )
 
 
+# The tensor-parallel pieces in the order the handout README's "parallel" section builds them,
+# each with the words its tests' ids carry: the parallel tests run (and fail) in this order, so
+# `-k parallel` shows the piece a student is on before the ones that build on it.
+PARALLEL_PIECES = {
+    "ColumnParallelLinear": ("column",),
+    "RowParallelLinear": ("row",),
+    "ParallelSwiGLUFFN": ("swiglu", "ffn"),
+    "ParallelAttention": ("attention", "heads"),
+    "ParallelTransformerLM": ("transformer", "lm"),
+}
+
+
+def parallel_piece(nodeid: str) -> int:
+    """The index in PARALLEL_PIECES of the piece a test's id names first (after the file name);
+    len(PARALLEL_PIECES) for a test that names none (it checks given code, or several pieces)."""
+    name = nodeid.split("::", 1)[-1].removeprefix("test_parallel")
+    found = [(name.find(w), i) for i, words in enumerate(PARALLEL_PIECES.values()) for w in words if w in name]
+    return min(found)[1] if found else len(PARALLEL_PIECES)
+
+
 def pytest_collection_modifyitems(config, items):
     """Snapshot tests (`test_<component>_matches_fixture`) first: a component's first failure is
-    then the comparison with its fixture, which names the likely mistake. The slow SmolLM2 tests
-    (real weights) run only when -k names smollm2, or in the course staff's own suite."""
+    then the comparison with its fixture, which names the likely mistake. The parallel tests, in
+    the slots they then hold, in PARALLEL_PIECES order. The slow SmolLM2 tests (real weights) run
+    only when -k names smollm2, or in the course staff's own suite."""
     keyword = config.getoption("keyword") or ""
     if "smollm2" not in keyword:
         slow = [item for item in items if item.get_closest_marker("smollm2") and "staff" not in item.path.parts]
@@ -98,3 +119,7 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=slow)
             items[:] = [item for item in items if item not in slow]
     items.sort(key=lambda item: "matches_fixture" not in item.name)
+    slots = [i for i, item in enumerate(items) if item.path.name.startswith("test_parallel")]
+    ordered = sorted((items[i] for i in slots), key=lambda item: parallel_piece(item.nodeid))
+    for i, item in zip(slots, ordered, strict=True):
+        items[i] = item

@@ -1,24 +1,20 @@
 """Scaled dot-product attention (CS336 section 3.5.4) against torch's fused
-F.scaled_dot_product_attention. Floors: max scaled error over seeds 0-49
-(`uv run python -m tests.test_attention`)."""
+F.scaled_dot_product_attention. Tolerances: tests/floors.py ("attention.*"), the floors
+measured by measure_floors below (seeds 0-49)."""
 
 import pytest
 import torch
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import functional as F
-from cs336_basics.testing import scaled_error, tolerance
+from cs336_basics.testing import scaled_error
 
 from . import oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_scaled_dot_product_attention
+from .floors import MaxErrors, tol
 
 F32, BF16 = torch.float32, torch.bfloat16
-TOL = {
-    "f64": tolerance(4.4e-16, F64),  # measured 4.31e-16
-    "f32": tolerance(3.6e-7),  # measured 3.51e-7 (adapter in float32 vs the float64 built-in)
-    "bf16": tolerance(1.0e-2, BF16),  # measured 1.00e-2 (ours and the built-in, each vs float64)
-}
 SHAPES = {"3d": ((2, 5, 16), (2, 7, 16), (2, 7, 8)), "4d": ((2, 3, 5, 16), (2, 3, 7, 16), (2, 3, 7, 8)),
           "5d": ((2, 2, 3, 5, 16), (2, 2, 3, 7, 16), (2, 2, 3, 7, 8))}  # fmt: skip
 
@@ -52,14 +48,19 @@ def test_attention_matches_torch_builtin_with_a_non_causal_mask(shape):
     Q, K, V = qkv(shape)
     mask = witness_mask()
     assert_close(
-        F.scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q, K, V, mask), TOL["f64"], "SDPA vs built-in"
+        F.scaled_dot_product_attention(Q, K, V, mask),
+        oracles.sdpa(Q, K, V, mask),
+        tol("attention.f64"),
+        "SDPA vs built-in",
     )
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_attention_matches_torch_builtin_without_mask(shape):
     Q, K, V = qkv(shape)
-    assert_close(F.scaled_dot_product_attention(Q, K, V), oracles.sdpa(Q, K, V), TOL["f64"], "SDPA vs built-in")
+    assert_close(
+        F.scaled_dot_product_attention(Q, K, V), oracles.sdpa(Q, K, V), tol("attention.f64"), "SDPA vs built-in"
+    )
 
 
 def test_attention_adapter_matches_torch_builtin_in_float32():
@@ -68,14 +69,17 @@ def test_attention_adapter_matches_torch_builtin_in_float32():
     expected = oracles.sdpa(Q.double(), K.double(), V.double(), mask)
     out = run_scaled_dot_product_attention(Q, K, V, mask)
     assert out.dtype == F32
-    assert_close(out.double(), expected, TOL["f32"], "adapter")
+    assert_close(out.double(), expected, tol("attention.f32"), "adapter")
 
 
 def test_attention_mask_with_leading_dims_applies_per_batch_entry():
     Q, K, V = qkv("4d")
     mask = torch.stack([witness_mask(seed=s) for s in range(2)])[:, None]  # (2, 1, 5, 7)
     assert_close(
-        F.scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q, K, V, mask), TOL["f64"], "per-batch mask"
+        F.scaled_dot_product_attention(Q, K, V, mask),
+        oracles.sdpa(Q, K, V, mask),
+        tol("attention.f64"),
+        "per-batch mask",
     )
 
 
@@ -86,7 +90,7 @@ def test_attention_fully_masked_query_gives_zeros_not_nan():
     out = F.scaled_dot_product_attention(Q, K, V, mask)
     assert torch.equal(out[:, 2], torch.zeros_like(out[:, 2]))
     rows = [0, 1, 3, 4]
-    assert_close(out[:, rows], oracles.sdpa(Q, K, V, mask)[:, rows], TOL["f64"], "the other rows")
+    assert_close(out[:, rows], oracles.sdpa(Q, K, V, mask)[:, rows], tol("attention.f64"), "the other rows")
 
 
 def test_attention_bfloat16_is_as_accurate_as_the_builtin():
@@ -96,35 +100,31 @@ def test_attention_bfloat16_is_as_accurate_as_the_builtin():
     truth = oracles.sdpa(Q.double(), K.double(), V.double(), mask)
     ours = F.scaled_dot_product_attention(Q, K, V, mask)
     assert ours.dtype == BF16
-    assert float(scaled_error(ours.double(), truth).max()) <= TOL["bf16"]
+    assert float(scaled_error(ours.double(), truth).max()) <= tol("attention.bf16")
 
 
 def test_attention_keeps_large_scores_finite():
     Q, K, V = qkv("3d")
     out = F.scaled_dot_product_attention(Q * 1e4, K, V)  # scores ~1e4: exp overflows without the max shift
     assert torch.isfinite(out).all()
-    assert_close(out, oracles.sdpa(Q * 1e4, K, V), TOL["f64"], "large scores")
+    assert_close(out, oracles.sdpa(Q * 1e4, K, V), tol("attention.f64"), "large scores")
 
 
 def measure_floors(seeds=range(50)) -> dict[str, float]:
-    floors = {}
+    """{floor name: max scaled error over `seeds`} of every comparison above."""
+    floors = MaxErrors()
     for seed in seeds:
         mask = witness_mask(seed=seed)
         for shape in SHAPES:
             Q, K, V = qkv(shape, seed)
             for m in (mask, None):
-                err = float(scaled_error(F.scaled_dot_product_attention(Q, K, V, m), oracles.sdpa(Q, K, V, m)).max())
-                floors["f64"] = max(floors.get("f64", 0.0), err)
+                floors.keep("attention.f64", F.scaled_dot_product_attention(Q, K, V, m), oracles.sdpa(Q, K, V, m))
+            floors.keep("attention.f64", F.scaled_dot_product_attention(Q * 1e4, K, V), oracles.sdpa(Q * 1e4, K, V))
         Q, K, V = qkv("4d", seed, F32)
-        floors["f32"] = max(floors.get("f32", 0.0), float(scaled_error(
-            run_scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q.double(), K.double(), V.double(), mask)).max()))  # fmt: skip
+        floors.keep("attention.f32", run_scaled_dot_product_attention(Q, K, V, mask),
+             oracles.sdpa(Q.double(), K.double(), V.double(), mask))  # fmt: skip
         Q, K, V = qkv("4d", seed, BF16)
         truth = oracles.sdpa(Q.double(), K.double(), V.double(), mask)
         for out in (F.scaled_dot_product_attention(Q, K, V, mask), oracles.sdpa(Q, K, V, mask)):
-            floors["bf16"] = max(floors.get("bf16", 0.0), float(scaled_error(out.double(), truth).max()))
+            floors.keep("attention.bf16", out, truth)
     return floors
-
-
-if __name__ == "__main__":
-    for name, floor in measure_floors().items():
-        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")

@@ -1,6 +1,6 @@
 """The pre-norm decoder block against Hugging Face's LlamaDecoderLayer and against the
-CS336 adapter's formula written with built-ins. Floors over seeds 0-19
-(`uv run python -m tests.test_block`)."""
+CS336 adapter's formula written with built-ins. Tolerances: tests/floors.py ("block.*"), the
+floors measured by measure_floors below (seeds 0-19)."""
 
 import pytest
 import torch
@@ -8,15 +8,14 @@ import torch.nn.functional as TF
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import TransformerBlock
-from cs336_basics.testing import scaled_error, tolerance
 
 from . import _llama_oracles as L
 from . import oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_transformer_block
+from .floors import MaxErrors, tol
 
 F32 = torch.float32
-TOL = {"hf": tolerance(1.9e-7), "f64": tolerance(2.2e-15, F64)}  # measured 1.86e-7 (vs HF, float32), 2.13e-15
 D, H, SEQ, THETA, MAX_LEN, EPS = 48, 136, 9, 500.0, 64, 1e-5
 
 
@@ -52,7 +51,10 @@ def builtin_block(w, x):
 def test_block_adapter_matches_builtins(num_kv_heads):
     w, x = cs336_weights(num_kv_heads), rand(2, SEQ, D, seed=7)
     assert_close(
-        run_transformer_block(D, 4, H, MAX_LEN, THETA, w, x), builtin_block(w, x), TOL["f64"], "block vs built-ins"
+        run_transformer_block(D, 4, H, MAX_LEN, THETA, w, x),
+        builtin_block(w, x),
+        tol("block.f64"),
+        "block vs built-ins",
     )
 
 
@@ -73,7 +75,7 @@ def test_block_matches_hf_llama_decoder_layer(hf):
     positions = torch.arange(SEQ).expand(2, -1)
     with torch.no_grad():
         assert_close(
-            ours(x), L.hf_layer_forward(hf, config, layer, x, positions), TOL["hf"], "block vs LlamaDecoderLayer"
+            ours(x), L.hf_layer_forward(hf, config, layer, x, positions), tol("block.hf"), "block vs LlamaDecoderLayer"
         )
 
 
@@ -83,22 +85,14 @@ def test_block_state_dict_keys_follow_cs336():
 
 
 def measure_floors(seeds=range(20)) -> dict[str, float]:
-    floors, hf = {}, L.import_hf()
+    """{floor name: max scaled error over `seeds`} of every comparison above."""
+    floors, hf = MaxErrors(), L.import_hf()
     for seed in seeds:
         for kv in (4, 2, 1):
             w, x = cs336_weights(kv, seed), rand(2, SEQ, D, seed=seed + 7)
-            err = float(scaled_error(run_transformer_block(D, 4, H, MAX_LEN, THETA, w, x), builtin_block(w, x)).max())
-            floors["f64"] = max(floors.get("f64", 0.0), err)
+            floors.keep("block.f64", run_transformer_block(D, 4, H, MAX_LEN, THETA, w, x), builtin_block(w, x))
         ours, layer, config = ours_and_hf(hf, seed)
         x = rand(2, SEQ, D, seed=seed + 7, dtype=F32)
         with torch.no_grad():
-            err = float(
-                scaled_error(ours(x), L.hf_layer_forward(hf, config, layer, x, torch.arange(SEQ).expand(2, -1))).max()
-            )
-        floors["hf"] = max(floors.get("hf", 0.0), err)
+            floors.keep("block.hf", ours(x), L.hf_layer_forward(hf, config, layer, x, torch.arange(SEQ).expand(2, -1)))
     return floors
-
-
-if __name__ == "__main__":
-    for name, floor in measure_floors().items():
-        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")

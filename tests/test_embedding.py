@@ -33,11 +33,14 @@ def test_embedding_module_has_weight_vocab_by_d_model():
     assert [(n, tuple(p.shape)) for n, p in layer.named_parameters()] == [("weight", (50, 16))]
 
 
-def test_embedding_state_dict_round_trip():
-    a, b = Embedding(50, 16), Embedding(50, 16)
-    b.load_state_dict(a.state_dict())
+def test_embedding_loads_torch_nn_embedding_state_dict_and_matches_it():
+    """The same key and layout as torch.nn.Embedding (weight (vocab_size, d_model)): its state dict loads strictly."""
+    torch.manual_seed(0)
+    theirs, ours = torch.nn.Embedding(50, 16), Embedding(50, 16)
+    ours.load_state_dict(theirs.state_dict(), strict=True)
     ids = torch.tensor([[0, 49, 7]])
-    assert_close(a(ids), b(ids), 0.0, "a(ids) vs b(ids)")
+    with torch.no_grad():
+        assert_close(ours(ids), theirs(ids), 0.0, "Embedding vs torch.nn.Embedding")
 
 
 def test_embedding_init_std_and_truncation():

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from cs336_basics.fixture_io import fixture_names
-from cs336_basics.nn import FFNBlock, FFNBlockConfig
+from cs336_basics.nn import FFNBlock, FFNBlockConfig, convert
 from cs336_basics.testing import tolerance
 
 from ._helpers import F64, assert_close, rand
@@ -32,7 +32,7 @@ def test_ffn_block_matches_torch_builtins(config):
         for p in block.parameters():
             p.add_(0.1 * torch.randn_like(p))  # move norms' gains and biases off their init
     x = rand(2, 3, 24, std=2.0, mean=0.5)
-    weights = {k: v.detach() for k, v in block.state_dict().items()}
+    weights = convert.to_meta({k: v.detach() for k, v in block.state_dict().items()})  # the adapter's names
     ours = run_ffn_block(24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias)
     with builtin_kernels():
         expected = run_ffn_block(
@@ -46,19 +46,25 @@ def test_ffn_block_is_identity_plus_ffn_of_norm():
     x = rand(3, 24, dtype=torch.float32)
     assert_close(
         block(x),
-        x + block.feed_forward(block.ffn_norm(x)),
+        x + block.ffn(block.ln2(x)),
         0.0,
-        "block(x) vs x + block.feed_forward(block.ffn_norm(x))",
+        "block(x) vs x + block.ffn(block.ln2(x))",
     )
 
 
-def test_ffn_block_state_dict_keys_follow_meta_names():
-    keys = set(FFNBlock(FFNBlockConfig(24)).state_dict())
-    assert keys == {"ffn_norm.weight", "feed_forward.w1.weight", "feed_forward.w2.weight", "feed_forward.w3.weight"}
+def test_ffn_block_state_dict_keys_are_cs336_block_names_and_rename_to_meta_names():
+    """ln2 and ffn, as in CS336's TransformerBlock (this block is its second half); the adapter
+    takes Meta llama's names (the fixtures' keys), which convert.to_meta gives."""
+    keys = list(FFNBlock(FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", bias=True)).state_dict())
+    assert keys == ["ln2.weight", "ln2.bias", "ffn.w1.weight", "ffn.w1.bias", "ffn.w2.weight", "ffn.w2.bias"]
+    meta = ["ffn_norm.weight", "ffn_norm.bias", "feed_forward.w1.weight", "feed_forward.w1.bias",
+            "feed_forward.w2.weight", "feed_forward.w2.bias"]  # fmt: skip
+    assert list(convert.to_meta(dict.fromkeys(keys, torch.zeros(1)))) == meta
+    assert list(convert.from_meta(dict.fromkeys(meta, torch.zeros(1)))) == keys
 
 
 def test_ffn_block_config_default_d_ff_uses_the_8_thirds_rule():
-    assert FFNBlock(FFNBlockConfig(64)).feed_forward.d_ff == 192
+    assert FFNBlock(FFNBlockConfig(64)).ffn.d_ff == 192
 
 
 @pytest.mark.parametrize(

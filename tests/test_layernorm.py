@@ -31,10 +31,13 @@ def test_layernorm_module_parameters():
     assert {n for n, _ in LayerNorm(24, bias=False).named_parameters()} == {"weight"}
 
 
-def test_layernorm_state_dict_round_trip():
-    a, b = LayerNorm(24), LayerNorm(24)
+def test_layernorm_loads_torch_nn_layernorm_state_dict_and_matches_it():
+    """The same keys as torch.nn.LayerNorm (weight, bias): its state dict loads strictly."""
+    theirs, ours = torch.nn.LayerNorm(24, eps=1e-5, dtype=F64), LayerNorm(24, dtype=F64)
     with torch.no_grad():
-        a.bias.add_(rand(24, seed=3, dtype=torch.float32))
-    b.load_state_dict(a.state_dict())
-    x = rand(3, 24, dtype=torch.float32)
-    assert_close(a(x), b(x), 0.0, "a(x) vs b(x)")
+        theirs.weight.mul_(rand(24, seed=3))
+        theirs.bias.add_(rand(24, seed=4))
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    x = rand(3, 24)
+    with torch.no_grad():
+        assert_close(ours(x), theirs(x), tolerance(3.1e-16, F64), "LayerNorm vs torch.nn.LayerNorm")

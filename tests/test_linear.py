@@ -33,11 +33,15 @@ def test_linear_module_uses_given_dtype():
     assert Linear(8, 4, dtype=torch.bfloat16).weight.dtype == torch.bfloat16
 
 
-def test_linear_state_dict_round_trip():
-    a, b = Linear(24, 40), Linear(24, 40)
-    b.load_state_dict(a.state_dict())
-    x = rand(3, 24, dtype=torch.float32)
-    assert_close(a(x), b(x), 0.0, "a(x) vs b(x)")
+def test_linear_loads_torch_nn_linear_state_dict_and_matches_it():
+    """The same key and layout as torch.nn.Linear (weight (d_out, d_in)): its state dict loads strictly."""
+    torch.manual_seed(0)
+    theirs = torch.nn.Linear(24, 40, bias=False, dtype=F64)
+    ours = Linear(24, 40, dtype=F64)
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    x = rand(3, 24)
+    with torch.no_grad():
+        assert_close(ours(x), theirs(x), tolerance(0.0, F64), "Linear vs torch.nn.Linear")
 
 
 def test_linear_init_std_and_truncation():

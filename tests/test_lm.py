@@ -1,6 +1,6 @@
 """The language model against Hugging Face's LlamaForCausalLM (random weights, GQA, tied and
-untied), loaded under Hugging Face and Meta names. Floors over seeds 0-9
-(`uv run python -m tests.test_lm`)."""
+untied), loaded under Hugging Face and Meta names. Tolerances: tests/floors.py ("lm.*"), the
+floors measured by measure_floors below (seeds 0-9)."""
 
 import pytest
 import torch
@@ -8,13 +8,12 @@ import torch
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import TransformerLM, TransformerLMConfig, convert
 from cs336_basics.nn.convert_llama import LAYER_NAMES, TOP_NAMES
-from cs336_basics.testing import scaled_error, tolerance
 
 from . import _llama_oracles as L
 from ._helpers import assert_close
 from .adapters import run_transformer_lm
+from .floors import MaxErrors, tol
 
-TOL = {"hf": tolerance(2.1e-5)}  # measured 2.02e-5 (float32; largest at seq 64, where HF's float32 RoPE angles drift)
 V, CTX, D, LAYERS, HEADS, KV, H, THETA = 97, 64, 48, 2, 4, 2, 136, 500.0
 
 
@@ -48,7 +47,7 @@ def test_lm_matches_hf_llama_for_causal_lm(hf, tie):
     ours, theirs = ours_and_hf(hf, tie)
     ids = ids_of()
     with torch.no_grad():
-        assert_close(ours(ids), theirs(ids).logits, TOL["hf"], "logits vs LlamaForCausalLM")
+        assert_close(ours(ids), theirs(ids).logits, tol("lm.hf"), "logits vs LlamaForCausalLM")
 
 
 def test_lm_adapter_takes_cs336_names_and_a_sequence_shorter_than_the_context(hf):
@@ -57,7 +56,7 @@ def test_lm_adapter_takes_cs336_names_and_a_sequence_shorter_than_the_context(hf
     ids = ids_of(seq=5)
     with torch.no_grad():
         actual = run_transformer_lm(V, CTX, D, LAYERS, HEADS, H, THETA, weights, ids)
-        assert_close(actual, theirs(ids).logits, TOL["hf"], "run_transformer_lm vs LlamaForCausalLM")
+        assert_close(actual, theirs(ids).logits, tol("lm.hf"), "run_transformer_lm vs LlamaForCausalLM")
 
 
 def test_lm_loads_meta_names(hf):
@@ -87,29 +86,33 @@ def test_lm_tied_model_has_no_head_in_its_state_dict():
     assert not any("cos" in k or "sin" in k for k in keys)
 
 
+def cached_logits(model, ids, prefill=6):
+    """The logits of `ids` from a prefill of `prefill` tokens, then one token at a time."""
+    cache = model.new_kv_cache()
+    logits = [model(ids[:, :prefill], kv_cache=cache)]
+    logits += [model(ids[:, i : i + 1], kv_cache=cache) for i in range(prefill, ids.shape[-1])]
+    return torch.cat(logits, 1)
+
+
 def test_lm_cached_prefix_gives_the_same_logits():
     torch.manual_seed(0)
     model, ids = TransformerLM(config()), ids_of()
-    cache = model.new_kv_cache()
     with torch.no_grad():
-        stepped = torch.cat(
-            [model(ids[:, :6], kv_cache=cache)] + [model(ids[:, i : i + 1], kv_cache=cache) for i in range(6, 11)], 1
-        )
-        assert_close(stepped, model(ids), TOL["hf"], "cached vs whole")
+        assert_close(cached_logits(model, ids), model(ids), tol("lm.cache"), "cached vs whole")
 
 
 def measure_floors(seeds=range(10)) -> dict[str, float]:
-    hf, floor = L.import_hf(), 0.0
+    """{floor name: max scaled error over `seeds`} of every comparison above."""
+    floors, hf = MaxErrors(), L.import_hf()
     for seed in seeds:
         for tie in (False, True):
             ours, theirs = ours_and_hf(hf, tie, seed)
             with torch.no_grad():
                 for seq in (5, 11, CTX):
                     ids = ids_of(seq, seed)
-                    floor = max(floor, float(scaled_error(ours(ids), theirs(ids).logits).max()))
-    return {"hf": floor}
-
-
-if __name__ == "__main__":
-    for name, floor in measure_floors().items():
-        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")
+                    floors.keep("lm.hf", ours(ids), theirs(ids).logits)
+        torch.manual_seed(seed)
+        model, ids = TransformerLM(config()), ids_of(seed=seed)
+        with torch.no_grad():
+            floors.keep("lm.cache", cached_logits(model, ids), model(ids))
+    return floors

@@ -1,7 +1,7 @@
 """Causal multi-head self-attention, without and with RoPE, grouped-query and multi-query,
 against F.linear + F.scaled_dot_product_attention(is_causal, enable_gqa) and Hugging Face's
 LlamaAttention (weights through nn.convert, which reorders HF's rotate-half q/k rows).
-Floors: max scaled error over seeds 0-19 (`uv run python -m tests.test_mha`)."""
+Tolerances: tests/floors.py ("mha.*"), the floors measured by measure_floors below (seeds 0-19)."""
 
 import pytest
 import torch
@@ -10,19 +10,14 @@ from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import MultiHeadSelfAttention, RotaryPositionalEmbedding
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.kv_cache import KVCache
-from cs336_basics.testing import scaled_error, tolerance
 
 from . import _llama_oracles as L
 from . import oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_multihead_self_attention, run_multihead_self_attention_with_rope
+from .floors import MaxErrors, tol
 
 F32 = torch.float32
-TOL = {
-    "f64": tolerance(2.5e-15, F64),  # measured 2.42e-15 vs F.linear + F.scaled_dot_product_attention
-    "hf": tolerance(5.2e-7),  # measured 5.18e-7 vs LlamaAttention (float32, eager)
-    "cache": tolerance(6.0e-7),  # measured 5.92e-7: cached steps vs the whole sequence (float32)
-}
 D, SEQ, THETA, MAX_LEN = 48, 9, 500.0, 64
 HEADS = {"mha": (4, 4), "gqa": (4, 2), "mqa": (4, 1)}  # (num_heads, num_kv_heads)
 POSITIONS = torch.tensor([3, 5, 6, 10, 11, 20, 21, 22, 40])  # increasing but not 0..n-1
@@ -57,7 +52,7 @@ def test_mha_without_rotation_matches_torch_builtins(heads):
     num_heads, num_kv_heads = HEADS[heads]
     w, x = weights(num_heads, num_kv_heads), x_of()
     expected = builtin_mha(num_heads, w, x)
-    assert_close(run_multihead_self_attention(D, num_heads, **w, in_features=x), expected, TOL["f64"], heads)
+    assert_close(run_multihead_self_attention(D, num_heads, **w, in_features=x), expected, tol("mha.f64"), heads)
 
 
 @pytest.mark.parametrize("heads", HEADS)
@@ -68,7 +63,7 @@ def test_mha_with_rotation_and_positions_matches_torch_builtins(heads):
     actual = run_multihead_self_attention_with_rope(
         D, num_heads, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS
     )
-    assert_close(actual, expected, TOL["f64"], heads)
+    assert_close(actual, expected, tol("mha.f64"), heads)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +84,7 @@ def test_mha_matches_hf_llama_with_positions_not_arange(hf, heads):
     x, positions = x_of(dtype=F32), POSITIONS.expand(2, -1)
     with torch.no_grad():
         assert_close(
-            ours(x, positions), L.hf_attn_forward(hf, config, theirs, x, positions), TOL["hf"], f"{heads} vs HF"
+            ours(x, positions), L.hf_attn_forward(hf, config, theirs, x, positions), tol("mha.hf"), f"{heads} vs HF"
         )
 
 
@@ -110,7 +105,7 @@ def test_mha_cached_steps_match_the_whole_sequence():
     cache = KVCache(MAX_LEN)
     with torch.no_grad():
         steps = [module(x[:, :4], kv_cache=cache)] + [module(x[:, i : i + 1], kv_cache=cache) for i in range(4, SEQ)]
-        assert_close(torch.cat(steps, dim=1), module(x), TOL["cache"], "prefill + one token at a time vs whole")
+        assert_close(torch.cat(steps, dim=1), module(x), tol("mha.cache"), "prefill + one token at a time vs whole")
 
 
 def test_mha_state_dict_keys_follow_cs336():
@@ -129,33 +124,24 @@ def test_mha_causal_mask_lets_each_query_see_itself_and_earlier_keys(num_queries
 
 
 def measure_floors(seeds=range(20)) -> dict[str, float]:
-    floors, hf = {}, L.import_hf()
-
-    def keep(name, actual, expected):
-        floors[name] = max(floors.get(name, 0.0), float(scaled_error(actual, expected).max()))
-
+    """{floor name: max scaled error over `seeds`} of every comparison above."""
+    floors, hf = MaxErrors(), L.import_hf()
     for seed in seeds:
         for nh, nkv in HEADS.values():
             w, x = weights(nh, nkv, seed), x_of(seed)
-            keep("f64", run_multihead_self_attention(D, nh, **w, in_features=x),
-                 builtin_mha(nh, w, x))  # fmt: skip
-            keep("f64", run_multihead_self_attention_with_rope(D, nh, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS),
-                 builtin_mha(nh, w, x, POSITIONS, rope=True))  # fmt: skip
+            floors.keep("mha.f64", run_multihead_self_attention(D, nh, **w, in_features=x), builtin_mha(nh, w, x))
+            floors.keep("mha.f64", run_multihead_self_attention_with_rope(D, nh, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS),
+                        builtin_mha(nh, w, x, POSITIONS, rope=True))  # fmt: skip
             ours, theirs, config = ours_and_hf(hf, nh, nkv, seed)
             x32, pos = x_of(seed, F32), POSITIONS.expand(2, -1)
             with torch.no_grad():
-                keep("hf", ours(x32, pos), L.hf_attn_forward(hf, config, theirs, x32, pos))
+                floors.keep("mha.hf", ours(x32, pos), L.hf_attn_forward(hf, config, theirs, x32, pos))
                 cache = KVCache(MAX_LEN)
                 steps = [ours(x32[:, :4], kv_cache=cache)] + [
                     ours(x32[:, i : i + 1], kv_cache=cache) for i in range(4, SEQ)
                 ]
-                keep("cache", torch.cat(steps, 1), ours(x32))
+                floors.keep("mha.cache", torch.cat(steps, 1), ours(x32))
     return floors
-
-
-if __name__ == "__main__":
-    for name, floor in measure_floors().items():
-        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")
 
 
 def test_mha_padding_mask_must_cover_the_cached_and_new_keys():

@@ -3,8 +3,7 @@ what the single-process modules compute, output and every gradient, and issue Me
 collectives, no more.
 
 One launch runs every case on both ranks (tests/_parallel.py); each test checks one behaviour of
-those results. Tolerances are measured floors x 10 (the floors: `uv run python -m
-tests.test_parallel_layers`). The course staff's suite repeats these checks with 1 and 4 ranks
+those results. Tolerances: tests/floors.py ("parallel.*"), the floors measured by measure_floors below. The course staff's suite repeats these checks with 1 and 4 ranks
 and against PyTorch's DTensor tensor parallelism."""
 
 import pytest
@@ -15,14 +14,14 @@ from cs336_basics.nn.parallel import (
     ColumnParallelLinear,
     ParallelSwiGLUFFN,
     RowParallelLinear,
+    sharding,
 )
-from cs336_basics.testing import tolerance
 
 from . import _parallel as P
 from ._helpers import assert_close
+from .floors import MaxErrors, tol
 
-# Max scaled error over W = 1, 2, 4, every kind, output and every gradient.
-TOL_SINGLE = {torch.float32: tolerance(3.9e-7), torch.float64: tolerance(5.7e-16, torch.float64)}
+TOL_SINGLE = {torch.float32: tol("parallel.f32"), torch.float64: tol("parallel.f64")}  # tests/floors.py
 
 W = P.WORLD_SIZE
 CASES = [(k, d) for k in P.KINDS for d in P.DTYPES]
@@ -75,7 +74,7 @@ def test_parallel_collectives_per_pass_are_megatrons(kind, world_size=W):
 def test_parallel_column_rank_holds_its_slice_of_output_rows():
     w = torch.arange(24 * 16, dtype=torch.float64).reshape(24, 16)  # row i holds 16 i .. 16 i + 15
     layer = ColumnParallelLinear(16, 24, world_size=4, rank=2, dtype=torch.float64)
-    shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=2, world_size=4)
+    shard = sharding.shard_state_dict({"weight": w}, sharding.sharding_plan(layer), rank=2, world_size=4)
     convert.load_state_dict(layer, shard)
     assert torch.equal(layer.weight, w[12:18])
 
@@ -83,13 +82,13 @@ def test_parallel_column_rank_holds_its_slice_of_output_rows():
 def test_parallel_row_rank_holds_its_slice_of_input_columns():
     w = torch.arange(16 * 24, dtype=torch.float64).reshape(16, 24)
     layer = RowParallelLinear(24, 16, world_size=4, rank=1, dtype=torch.float64)
-    shard = convert.shard_state_dict({"weight": w}, convert.sharding_plan(layer), rank=1, world_size=4)
+    shard = sharding.shard_state_dict({"weight": w}, sharding.sharding_plan(layer), rank=1, world_size=4)
     convert.load_state_dict(layer, shard)
     assert torch.equal(layer.weight, w[:, 6:12])
 
 
 def test_parallel_ffn_plan_follows_meta_llama():
-    plan = convert.sharding_plan(ParallelSwiGLUFFN(16, 24, world_size=2, rank=0))
+    plan = sharding.sharding_plan(ParallelSwiGLUFFN(16, 24, world_size=2, rank=0))
     assert plan == {"w1.weight": 0, "w2.weight": 1, "w3.weight": 0}
 
 
@@ -97,10 +96,10 @@ def test_parallel_shard_then_gather_round_trips():
     full = P.inputs("ffn")["weights"]
     plan = P.plan_of("ffn")
     for world_size in (1, 2, 4):
-        shards = [convert.shard_state_dict(full, plan, r, world_size) for r in range(world_size)]
+        shards = [sharding.shard_state_dict(full, plan, r, world_size) for r in range(world_size)]
         assert shards[0]["w1.weight"].shape == (24 // world_size, 16)
         assert shards[0]["w2.weight"].shape == (16, 24 // world_size)
-        back = convert.gather_state_dict(shards, plan)
+        back = sharding.gather_state_dict(shards, plan)
         assert all(torch.equal(back[k], full[k]) for k in full)
 
 
@@ -112,26 +111,27 @@ def test_parallel_indivisible_width_raises_naming_both_numbers():
     with pytest.raises(ValueError, match=r"d_out=18 .*world_size=4"):
         ParallelSwiGLUFFN(16, 18, world_size=4, rank=0)
     with pytest.raises(ValueError, match=r"size 10, .*world_size=4"):
-        convert.shard_state_dict({"weight": torch.zeros(10, 16)}, {"weight": 0}, rank=0, world_size=4)
+        sharding.shard_state_dict({"weight": torch.zeros(10, 16)}, {"weight": 0}, rank=0, world_size=4)
 
 
-def _measure(world_sizes=(1, 2, 4)) -> None:
-    """Print the floor of TOL_SINGLE: max scaled error over world sizes, kinds, output and
-    every gradient, per dtype."""
-    from cs336_basics.testing import scaled_error
-
-    worst = {}
+def measure_floors(seeds=None, world_sizes=(1, 2, 4)) -> dict[str, float]:
+    """{floor name: max scaled error} over world sizes, kinds, output and every gradient, per
+    dtype, and of the attention split by head (tests/test_parallel_heads.py); the inputs are
+    fixed (tests/_parallel.py), so `seeds` is not used."""
+    floors = MaxErrors()
     for world_size in world_sizes:
         for kind, dtype in CASES:
             got, want = P.ours(kind, world_size, dtype), P.single_process(kind, dtype)
-            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
+            name = "parallel.f32" if dtype == torch.float32 else "parallel.f64"
+            for a, b in [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
                 (got["dw"][k], want["dw"][k]) for k in want["dw"]
-            ]
-            err = max(float(scaled_error(a, b).max()) for a, b in pairs)
-            worst[dtype] = max(worst.get(dtype, 0.0), err)
-    for dtype, err in worst.items():
-        print(f"ours vs the single-process modules {dtype!s:14s} {err:.2e}")
-
-
-if __name__ == "__main__":
-    _measure()
+            ]:
+                floors.keep(name, a, b)
+        full, _, x, dy = P.heads_case()
+        xg = x.clone().requires_grad_()
+        want = full(xg)
+        (want * dy).sum().backward()
+        y, dx, _ = P.shared_launch(P.PARTS, "heads", world_size)[0]
+        floors.keep("parallel.heads", y, want.detach())
+        floors.keep("parallel.heads", dx, xg.grad)
+    return floors

@@ -33,10 +33,12 @@ def test_rmsnorm_module_has_unit_gain():
     assert norm.eps == 1e-6
 
 
-def test_rmsnorm_state_dict_round_trip():
-    a, b = RMSNorm(24), RMSNorm(24)
+def test_rmsnorm_loads_torch_nn_rmsnorm_state_dict_and_matches_it():
+    """The same key as torch.nn.RMSNorm (weight, the gain): its state dict loads strictly."""
+    theirs, ours = torch.nn.RMSNorm(24, eps=1e-5, dtype=F64), RMSNorm(24, dtype=F64)
     with torch.no_grad():
-        a.weight.mul_(rand(24, seed=3, dtype=torch.float32))
-    b.load_state_dict(a.state_dict())
-    x = rand(3, 24, dtype=torch.float32)
-    assert_close(a(x), b(x), 0.0, "a(x) vs b(x)")
+        theirs.weight.mul_(rand(24, seed=3))
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    x = rand(3, 24)
+    with torch.no_grad():
+        assert_close(ours(x), theirs(x), tolerance(0.0, F64), "RMSNorm vs torch.nn.RMSNorm")

@@ -1,6 +1,6 @@
 """Rotary position embeddings (Su et al. 2021; CS336 section 3.5.3: adjacent pairs) against
 Meta's complex-number formula and Hugging Face's rotate-half on de-interleaved dimensions.
-Floors: max scaled error over seeds 0-49 (`uv run python -m tests.test_rope`)."""
+Tolerances: tests/floors.py ("rope.*"), the floors measured by measure_floors below (seeds 0-49)."""
 
 import pytest
 import torch
@@ -8,19 +8,14 @@ import torch
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import RotaryPositionalEmbedding
 from cs336_basics.nn import functional as F
-from cs336_basics.testing import scaled_error, tolerance
+from cs336_basics.testing import scaled_error
 
 from . import oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_rope
+from .floors import MaxErrors, tol
 
 F32, BF16 = torch.float32, torch.bfloat16
-TOL = {
-    "f64": tolerance(0.0, F64),  # measured 0: bit-identical to the complex formula
-    "f32": tolerance(1.2e-7),  # measured 1.15e-7: adapter in float32 vs the float64 complex formula
-    "hf": tolerance(4.1e-6),  # measured 4.09e-6: HF computes its angles as float32 products
-    "bf16": tolerance(2.8e-3, BF16),  # measured 2.77e-3 vs the float64 complex formula
-}
 D_K, THETA, MAX_LEN = 16, 500.0, 64
 # Not 0..n-1: gaps, a repeat and a decrease, so an implementation that ignores token_positions fails.
 POSITIONS = torch.tensor([3, 7, 7, 12, 40, 2, 63])
@@ -41,7 +36,7 @@ def test_rope_kernel_matches_complex_rotation(batch):
     x = x_of(*batch)
     cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
     assert_close(
-        F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS), TOL["f64"], "RoPE vs complex"
+        F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS), tol("rope.f64"), "RoPE vs complex"
     )
 
 
@@ -50,7 +45,7 @@ def test_rope_adapter_with_per_batch_positions():
     positions = torch.stack([POSITIONS, POSITIONS.flip(0)])  # (batch, seq): each row its own positions
     out = run_rope(D_K, THETA, MAX_LEN, x, positions)
     assert out.dtype == F32
-    assert_close(out.double(), oracles.rope_complex(x.double(), THETA, positions), TOL["f32"], "run_rope")
+    assert_close(out.double(), oracles.rope_complex(x.double(), THETA, positions), tol("rope.f32"), "run_rope")
 
 
 def hf_rotate_half_rope(x, positions):
@@ -69,7 +64,7 @@ def hf_rotate_half_rope(x, positions):
 def test_rope_matches_hf_rotate_half_on_deinterleaved_dims():
     x = x_of(dtype=F32)
     expected = hf_rotate_half_rope(x, POSITIONS)
-    assert_close(run_rope(D_K, THETA, MAX_LEN, x, POSITIONS), expected, TOL["hf"], "RoPE vs HF rotate-half")
+    assert_close(run_rope(D_K, THETA, MAX_LEN, x, POSITIONS), expected, tol("rope.hf"), "RoPE vs HF rotate-half")
 
 
 def test_rope_bfloat16_is_computed_in_float32():
@@ -77,7 +72,7 @@ def test_rope_bfloat16_is_computed_in_float32():
     out = run_rope(D_K, THETA, MAX_LEN, x, POSITIONS)
     assert out.dtype == BF16
     truth = oracles.rope_complex(x.double(), THETA, POSITIONS)
-    assert float(scaled_error(out.double(), truth).max()) <= TOL["bf16"]
+    assert float(scaled_error(out.double(), truth).max()) <= tol("rope.bf16")
 
 
 def test_rope_position_zero_is_the_identity():
@@ -85,13 +80,17 @@ def test_rope_position_zero_is_the_identity():
     assert torch.equal(run_rope(D_K, THETA, MAX_LEN, x, torch.zeros(len(POSITIONS), dtype=torch.long)), x)
 
 
+def offset_scores(q, k, m: int, n: int):
+    """RoPE(q at position m) @ RoPE(k at position n)^T: every query's dot product with every key."""
+    cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
+    at = lambda t, p: F.rope(t, cos, sin, torch.full(t.shape[:1], p))  # noqa: E731
+    return at(q, m) @ at(k, n).T
+
+
 def test_rope_dot_product_depends_only_on_the_offset():
     """<RoPE(q, m), RoPE(k, n)> is a function of m - n (Su et al. 2021, eq. 11)."""
-    q, k = rand(D_K, seed=1), rand(D_K, seed=2)
-    cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
-    rot = lambda t, p: F.rope(t[None], cos, sin, torch.tensor([p]))[0]  # noqa: E731
-    a, b = rot(q, 10) @ rot(k, 3), rot(q, 50) @ rot(k, 43)
-    assert abs(float(a - b)) <= TOL["f64"] * (abs(float(a)) + 1)
+    q, k = rand(8, D_K, seed=1), rand(8, D_K, seed=2)
+    assert_close(offset_scores(q, k, 10, 3), offset_scores(q, k, 50, 43), tol("rope.offset"), "scores at offset 7")
 
 
 def test_rope_buffers_stay_out_of_the_state_dict():
@@ -111,24 +110,18 @@ def test_rope_position_beyond_max_seq_len_raises():
 
 
 def measure_floors(seeds=range(50)) -> dict[str, float]:
-    floors = {}
-    cos, sin = F.rope_cos_sin(D_K, THETA, MAX_LEN)
-
-    def keep(name, actual, expected):
-        floors[name] = max(floors.get(name, 0.0), float(scaled_error(actual.double(), expected.double()).max()))
-
+    """{floor name: max scaled error over `seeds`} of every comparison above."""
+    floors, (cos, sin) = MaxErrors(), F.rope_cos_sin(D_K, THETA, MAX_LEN)
     for seed in seeds:
         x = x_of(2, 3, seed=seed)
-        keep("f64", F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS))
+        floors.keep("rope.f64", F.rope(x, cos, sin, POSITIONS), oracles.rope_complex(x, THETA, POSITIONS))
         x32 = x_of(2, seed=seed, dtype=F32)
         truth = oracles.rope_complex(x32.double(), THETA, POSITIONS)
-        keep("f32", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), truth)
-        keep("hf", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), hf_rotate_half_rope(x32, POSITIONS))
+        floors.keep("rope.f32", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), truth)
+        floors.keep("rope.hf", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), hf_rotate_half_rope(x32, POSITIONS))
         xb = x_of(2, seed=seed, dtype=BF16)
-        keep("bf16", run_rope(D_K, THETA, MAX_LEN, xb, POSITIONS), oracles.rope_complex(xb.double(), THETA, POSITIONS))
+        floors.keep("rope.bf16", run_rope(D_K, THETA, MAX_LEN, xb, POSITIONS),
+                    oracles.rope_complex(xb.double(), THETA, POSITIONS))  # fmt: skip
+        q, k = rand(8, D_K, seed=seed + 1), rand(8, D_K, seed=seed + 2)
+        floors.keep("rope.offset", offset_scores(q, k, 10, 3), offset_scores(q, k, 50, 43))
     return floors
-
-
-if __name__ == "__main__":
-    for name, floor in measure_floors().items():
-        print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")

@@ -5,9 +5,9 @@ and skips until every component is implemented."""
 
 import pytest
 
+from cs336_basics.checkpoints.gguf import load_gguf_model, smollm2_path
+from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
 from cs336_basics.generate import generate
-from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.nn.gguf_file import load_gguf_model, smollm2_path
 
 pytestmark = pytest.mark.smollm2
 PROMPT = "What is the capital of France?"

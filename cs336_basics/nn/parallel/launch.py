@@ -29,6 +29,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from cs336_basics.nn import convert
+from cs336_basics.nn.parallel import sharding
 from cs336_basics.nn.parallel.comm import choose_backend
 
 START_METHOD_ENV = "CS336_START_METHOD"
@@ -193,7 +194,7 @@ def _sharded_output(rank: int, world_size: int, make_module, state_dict: dict[st
     module leaves it sharded)."""
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else x.device
     module = make_module(device=device, dtype=x.dtype)
-    shard = convert.shard_state_dict(state_dict, convert.sharding_plan(module), rank, world_size)
+    shard = sharding.shard_state_dict(state_dict, sharding.sharding_plan(module), rank, world_size)
     convert.load_state_dict(module, shard)
     with torch.no_grad():
         y = module(x.to(device))
@@ -214,7 +215,7 @@ def run_sharded(
     **launch_kwargs,
 ) -> Tensor:
     """make_module(device=, dtype=) built on each of `world_size` ranks, loaded with its shard of
-    the full `state_dict` (`convert.shard_state_dict` by the module's `sharding_plan`) and applied
+    the full `state_dict` (`sharding.shard_state_dict` by the module's `sharding_plan`) and applied
     to x. Returns the whole output as one tensor on x's device: rank 0's, or every rank's
     concatenated along the last dim where the module leaves its output sharded.
 

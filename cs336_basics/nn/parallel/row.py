@@ -3,17 +3,16 @@ from jaxtyping import Float
 from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
-from cs336_basics.nn._checks import check_positive
 from cs336_basics.nn.init import init_linear_weight_
 from cs336_basics.nn.parallel.comm import (
     check_divisible,
     reduce_from_parallel_region,
     scatter_to_parallel_region,
-    world_size_and_rank,
 )
+from cs336_basics.nn.parallel.sharded import ShardedLinear
 
 
-class RowParallelLinear(nn.Module):
+class RowParallelLinear(ShardedLinear):
     """y = x W^T with W (d_out, d_in) split by input columns: rank r holds columns
     [r d_in/W, (r+1) d_in/W) and multiplies them with the matching slice of x; the partial
     products are summed over ranks (g: all-reduce forward, identity backward). Megatron-LM
@@ -22,7 +21,7 @@ class RowParallelLinear(nn.Module):
     output with gather_output=False); False takes the full (..., d_in) and keeps its slice.
     Returns the full (..., d_out) on every rank, in x's dtype."""
 
-    shard_dim = 1  # the axis of `weight` split across ranks (nn.convert.shard_state_dict)
+    shard_dim = 1  # the axis of `weight` split across ranks (nn.parallel.sharding.shard_state_dict)
 
     def __init__(
         self,
@@ -35,11 +34,8 @@ class RowParallelLinear(nn.Module):
         device=None,
         dtype=None,
     ):
-        super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        self.world_size, self.rank = world_size_and_rank(group, world_size, rank)
-        self.d_in, self.d_out, self.input_is_parallel, self.group = d_in, d_out, input_is_parallel, group
+        super().__init__(d_in, d_out, group, world_size, rank)
+        self.input_is_parallel = input_is_parallel
         self.d_in_per_rank = check_divisible("d_in", d_in, self.world_size)
         # BEGIN SOLUTION
         self.weight = nn.Parameter(torch.empty(d_out, self.d_in_per_rank, device=device, dtype=dtype))

@@ -9,12 +9,11 @@
 
 Two all-reduces per layer in forward (after attention's output_proj and the FFN's w2); every
 rank ends each layer with the same residual stream, so every rank computes the same logits.
-State dict keys equal TransformerLM's; `convert.sharding_plan` of this module says how each
-is split, so a full TransformerLM state dict loads with `convert.shard_state_dict`."""
+State dict keys equal TransformerLM's; `sharding.sharding_plan` of this module says how each
+is split, so a full TransformerLM state dict loads with `sharding.shard_state_dict` (nn/parallel/sharding.py)."""
 
 from torch import nn
 
-from cs336_basics.nn.modules.rmsnorm import RMSNorm
 from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
 from cs336_basics.nn.modules.transformer_block import TransformerBlock
 from cs336_basics.nn.modules.transformer_lm import TransformerLM, TransformerLMConfig
@@ -25,19 +24,27 @@ from cs336_basics.nn.parallel.swiglu import ParallelSwiGLUFFN
 
 class ParallelTransformerBlock(TransformerBlock):
     """TransformerBlock (pre-norm: x + attn(ln1(x)), then h + ffn(ln2(h))) whose attn and ffn are
-    split over the group; forward is TransformerBlock's."""
+    split over the group; everything else, forward included, is TransformerBlock's."""
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, num_kv_heads: int | None = None, eps: float = 1e-5,
                  rope: RotaryPositionalEmbedding | None = None, group=None, world_size=None, rank=None,
                  device=None, dtype=None):  # fmt: skip
-        nn.Module.__init__(self)  # TransformerBlock.__init__ would build the unsplit layers
-        factory = dict(device=device, dtype=dtype)
-        par = dict(group=group, world_size=world_size, rank=rank, **factory)
+        # set before TransformerBlock.__init__, which builds attn and ffn with new_attention and new_ffn (below)
+        self.split = dict(group=group, world_size=world_size, rank=rank)
+        super().__init__(d_model, num_heads, d_ff, num_kv_heads=num_kv_heads, eps=eps, rope=rope, device=device,
+                         dtype=dtype)  # fmt: skip
+
+    def new_attention(self, d_model, num_heads, num_kv_heads, rope, device=None, dtype=None) -> nn.Module:
+        """This rank's share of the heads: a ParallelAttention."""
         # BEGIN SOLUTION
-        self.ln1 = RMSNorm(d_model, eps=eps, **factory)
-        self.attn = ParallelAttention(d_model, num_heads, num_kv_heads, rope=rope, **par)
-        self.ln2 = RMSNorm(d_model, eps=eps, **factory)
-        self.ffn = ParallelSwiGLUFFN(d_model, d_ff, **par)
+        return ParallelAttention(d_model, num_heads, num_kv_heads, rope=rope, **self.split, device=device, dtype=dtype)
+        # END SOLUTION
+
+    def new_ffn(self, device=None, dtype=None) -> nn.Module:
+        """This rank's share of the hidden units: a ParallelSwiGLUFFN."""
+        c = self.ffn_config
+        # BEGIN SOLUTION
+        return ParallelSwiGLUFFN(c.d_model, c.d_ff, **self.split, device=device, dtype=dtype)
         # END SOLUTION
 
 
@@ -77,10 +84,11 @@ def check_shardable(config: TransformerLMConfig, world_size: int) -> None:
 def load_sharded(
     config: TransformerLMConfig, state_dict: dict, group=None, device=None, dtype=None
 ) -> ParallelTransformerLM:
-    """This rank's ParallelTransformerLM holding its shard (convert.shard_state_dict) of a full
+    """This rank's ParallelTransformerLM holding its shard (sharding.shard_state_dict) of a full
     TransformerLM state dict."""
     from cs336_basics.nn import convert
+    from cs336_basics.nn.parallel import sharding
 
     model = ParallelTransformerLM(config, group=group, device=device, dtype=dtype)
-    shard = convert.shard_state_dict(state_dict, convert.sharding_plan(model), model.rank, model.world_size)
+    shard = sharding.shard_state_dict(state_dict, sharding.sharding_plan(model), model.rank, model.world_size)
     return convert.load_state_dict(model, shard)

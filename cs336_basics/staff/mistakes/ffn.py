@@ -343,7 +343,7 @@ def positionwise_always_gelu(x, w1, b1, w2, b2, activation="gelu"):
     diagnosis="the block normalising after the residual sum (post-norm: Norm(x + FFN(x)))",
 )
 def block_post_norm(self, x):
-    return self.ffn_norm(x + self.feed_forward(x))
+    return self.ln2(x + self.ffn(x))
 
 
 @mistake(
@@ -353,7 +353,7 @@ def block_post_norm(self, x):
     diagnosis="the block without the residual connection (FFN(Norm(x)) alone)",
 )
 def block_no_residual(self, x):
-    return self.feed_forward(self.ffn_norm(x))
+    return self.ffn(self.ln2(x))
 
 
 @mistake(
@@ -363,5 +363,5 @@ def block_no_residual(self, x):
     diagnosis="the block adding the normalised input instead of x (Norm(x) + FFN(Norm(x)))",
 )
 def block_residual_of_normed_input(self, x):
-    h = self.ffn_norm(x)
-    return h + self.feed_forward(h)
+    h = self.ln2(x)
+    return h + self.ffn(h)

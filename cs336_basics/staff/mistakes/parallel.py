@@ -3,20 +3,19 @@ the ranks: the launcher forks them (spawn re-imports and would not see a patch; 
 
 import torch
 
-from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
-from cs336_basics.nn.parallel import ParallelSwiGLUFFN, RowParallelLinear, comm
+from cs336_basics.nn.parallel import ParallelSwiGLUFFN, RowParallelLinear, comm, sharding
 from cs336_basics.nn.parallel import column as parallel_column
 from cs336_basics.nn.parallel import row as parallel_row
 
 from . import mistake
 
-_shard_state_dict = convert.shard_state_dict  # the right one, kept before any patching
+_shard_state_dict = sharding.shard_state_dict  # the right one, kept before any patching
 
 
 @mistake(
     "parallel-wrong_shard_axis",
-    convert,
+    sharding,
     "shard_state_dict",
     raises=(ValueError,),  # a non-square weight's shard does not fit the layer
     diagnosis="weights sharded along the wrong axis (column-parallel split by input columns, row-parallel by "

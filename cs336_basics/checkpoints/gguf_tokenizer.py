@@ -4,7 +4,7 @@ the chat template the file carries (tokenizer.chat_template, a Jinja template)."
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-from cs336_basics.nn.gguf_file import field
+from cs336_basics.checkpoints.gguf import field
 
 CONTROL = 3  # llama.cpp's token type for control (special) tokens
 

@@ -1,0 +1,75 @@
+"""The measured floors of the ungraded comparisons: our kernels and modules against PyTorch's
+built-ins, against Hugging Face's modules, and cached against whole-sequence runs. One entry per
+comparison, written here only; its tolerance is testing.tolerance(floor, dtype), the rule the
+graded cases follow (tests/README.md).
+
+A floor is the largest max scaled error |a - e| / (|e| + rms(e)) the comparison gives for a
+correct implementation over the seeds its test module's `measure_floors()` draws, on an x86-64
+CPU (AVX2) and with ATEN_CPU_CAPABILITY=default (PyTorch's generic kernels), rounded up to two
+digits. The course staff re-measure every entry with one script whenever a kernel changes.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from cs336_basics.testing import scaled_error, tolerance
+
+F32, F64, BF16 = torch.float32, torch.float64, torch.bfloat16
+
+
+@dataclass(frozen=True)
+class Floor:
+    value: float  # the measured max scaled error, rounded up
+    dtype: torch.dtype  # the dtype the comparison runs in: sets the margin and the unit roundoff
+    compares: str  # what is measured against what
+
+    @property
+    def tol(self) -> float:
+        return tolerance(self.value, self.dtype)
+
+
+# name: "<component>.<comparison>"; the component is the test module's (test_<component>.py).
+FLOORS: dict[str, Floor] = {
+    "attention.f64": Floor(4.4e-16, F64, "F.scaled_dot_product_attention vs torch's (masks, no mask, scores ~1e4)"),
+    "attention.f32": Floor(3.6e-7, F32, "run_scaled_dot_product_attention in float32 vs torch's in float64"),
+    "attention.bf16": Floor(1.1e-2, BF16, "ours and torch's in bfloat16, each vs torch's in float64"),
+    "rope.f64": Floor(0.0, F64, "F.rope vs Meta's complex-number rotation"),
+    "rope.f32": Floor(1.2e-7, F32, "run_rope in float32 vs the complex rotation in float64"),
+    "rope.hf": Floor(4.1e-6, F32, "run_rope vs HF's rotate-half on de-interleaved dims (float32 angles)"),
+    "rope.bf16": Floor(2.8e-3, BF16, "run_rope in bfloat16 vs the complex rotation in float64"),
+    "rope.offset": Floor(2.8e-15, F64, "<RoPE(q, m), RoPE(k, n)> at (10, 3) vs at (50, 43)"),
+    "mha.f64": Floor(2.6e-15, F64, "the MHA adapters vs F.linear + torch's SDPA (+ complex RoPE)"),
+    "mha.hf": Floor(5.2e-7, F32, "MultiHeadSelfAttention vs HF LlamaAttention (eager)"),
+    "mha.cache": Floor(6.0e-7, F32, "prefill + one token at a time vs the whole sequence"),
+    "block.f64": Floor(3.5e-15, F64, "run_transformer_block vs the block written with built-ins"),
+    "block.hf": Floor(2.3e-7, F32, "TransformerBlock vs HF LlamaDecoderLayer"),
+    "lm.hf": Floor(2.1e-5, F32, "TransformerLM vs HF LlamaForCausalLM (HF's float32 RoPE angles drift at seq 64)"),
+    "lm.cache": Floor(1.1e-6, F32, "TransformerLM: cached prefix + one token at a time vs the whole sequence"),
+    "parallel.f32": Floor(3.7e-7, F32, "parallel layers at W = 1, 2, 4 vs the single-process ones: output, every grad"),
+    "parallel.f64": Floor(5.7e-16, F64, "parallel layers at W = 1, 2, 4 vs the single-process ones, float64"),
+    "parallel.heads": Floor(1.1e-15, F64, "attention split by head at W = 1, 2, 4 vs one process: output, input grad"),
+    # Hugging Face modules built from a config (the course staff's suite)
+    "swiglu.hf": Floor(4.2e-7, F32, "SwiGLUFFN vs HF LlamaMLP"),
+    "swiglu.hf_f64": Floor(8.5e-16, F64, "SwiGLUFFN vs HF LlamaMLP in float64"),
+    "rmsnorm.hf": Floor(0.0, F32, "RMSNorm vs HF LlamaRMSNorm (the same operations in the same order)"),
+    "ffn_block.hf": Floor(8.0e-8, F32, "FFNBlock vs x + LlamaMLP(LlamaRMSNorm(x))"),
+    "positionwise_ffn.gpt_neox": Floor(7.7e-7, F32, "PositionWiseFFN vs HF GPTNeoXMLP"),
+    "positionwise_ffn.gpt_neox_f64": Floor(1.5e-15, F64, "PositionWiseFFN vs HF GPTNeoXMLP in float64"),
+    "positionwise_ffn.gpt2": Floor(7.4e-7, F32, "PositionWiseFFN vs HF GPT2MLP (Conv1D's addmm sums in another order)"),
+    "positionwise_ffn.gpt2_f64": Floor(1.8e-15, F64, "PositionWiseFFN vs HF GPT2MLP in float64"),
+}
+
+
+def tol(name: str) -> float:
+    """The tolerance of comparison `name`: tolerance(FLOORS[name].value, FLOORS[name].dtype)."""
+    return FLOORS[name].tol
+
+
+class MaxErrors(dict):
+    """{floor name: the largest max scaled error kept under it}: what a measure_floors() returns."""
+
+    def keep(self, name: str, actual: torch.Tensor, expected: torch.Tensor) -> None:
+        if name not in FLOORS:
+            raise KeyError(f"{name!r} is not in tests/floors.py's FLOORS")
+        self[name] = max(self.get(name, 0.0), float(scaled_error(actual, expected).max()))
