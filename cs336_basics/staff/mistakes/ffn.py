@@ -55,6 +55,18 @@ def embedding_off_by_one(token_ids, weight):
 
 
 @mistake(
+    "embedding-ids_assumed_2d",
+    F,
+    "embedding",
+    diagnosis="Embedding that assumes (batch, sequence) ids: the rows reshaped to (ids.shape[0], ids.shape[1], "
+    "d_model) instead of ids.shape + (d_model,)",
+    raises=(IndexError,),
+)
+def embedding_ids_assumed_2d(token_ids, weight):
+    return weight[token_ids.reshape(-1)].reshape(token_ids.shape[0], token_ids.shape[1], weight.shape[1])
+
+
+@mistake(
     "embedding-one_hot_matmul_in_bf16",
     F,
     "embedding",
@@ -212,6 +224,38 @@ def rmsnorm_over_whole_tensor(x, weight, eps=1e-5, cast_before_gain=False):
 @mistake("rmsnorm-eps_ignored", F, "rmsnorm", diagnosis="RMSNorm ignoring the `eps` it was given (a fixed 1e-5)")
 def rmsnorm_eps_ignored(x, weight, eps=1e-5, cast_before_gain=False):
     return _rmsnorm(x, weight, 1e-5)  # the eps argument never reaches the kernel
+
+
+@mistake(
+    "rmsnorm-fixed_reduction_axis",
+    F,
+    "rmsnorm",
+    diagnosis="RMSNorm taking the mean over dimension 2 (the last one only for 3-D input) instead of dimension -1",
+    raises=(IndexError,),
+)
+def rmsnorm_fixed_reduction_axis(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    return (x_c * torch.rsqrt(x_c.pow(2).mean(2, keepdim=True) + eps) * up(weight)).to(x.dtype)
+
+
+@mistake(
+    "rmsnorm-returns_float32",
+    F,
+    "rmsnorm",
+    diagnosis="RMSNorm returning its float32 computation without casting back to the input's dtype",
+)
+def rmsnorm_returns_float32(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = x.float() if x.dtype != torch.float64 else x
+    return x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps) * up(weight)
+
+
+@mistake(
+    "layernorm-eps_ignored", F, "layernorm", diagnosis="LayerNorm ignoring the `eps` it was given (a fixed 1e-5)"
+)
+def layernorm_eps_ignored(x, weight, bias, eps=1e-5):
+    x_c = up(x)
+    out = torch.nn.functional.layer_norm(x_c, x.shape[-1:], up(weight), None if bias is None else up(bias), 1e-5)
+    return out.to(x.dtype)
 
 
 @mistake(
