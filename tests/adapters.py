@@ -67,6 +67,18 @@ def run_linear(
     return _loaded(Linear(d_in, d_out, **_like(weights)), {"weight": weights})(in_features)
 
 
+def run_linear_with_bias(
+    d_in: int,
+    d_out: int,
+    weights: Float[Tensor, " d_out d_in"],
+    biases: Float[Tensor, " d_out"],
+    in_features: Float[Tensor, " ... d_in"],
+) -> Float[Tensor, " ... d_out"]:
+    """Beyond CS336 (whose Linear has no bias): Linear(..., bias=True) with `biases` loaded."""
+    linear = Linear(d_in, d_out, **_like(weights), bias=True)
+    return _loaded(linear, {"weight": weights, "bias": biases})(in_features)
+
+
 def run_embedding(
     vocab_size: int,
     d_model: int,

@@ -55,6 +55,16 @@ def linear_case(batch: tuple[int, ...], d_in: int, d_out: int, x_std: float = 1.
     )
 
 
+def linear_bias_case(batch: tuple[int, ...], d_in: int, d_out: int) -> Make:
+    return lambda rng: dict(
+        d_in=d_in,
+        d_out=d_out,
+        weights=linear_weight(rng, d_out, d_in),
+        biases=randn(rng, d_out, std=0.5),
+        in_features=randn(rng, *batch, d_in),
+    )
+
+
 def embedding_case(batch: tuple[int, ...], vocab_size: int, d_model: int) -> Make:
     def make(rng):
         ids = randint(rng, 0, vocab_size, batch)

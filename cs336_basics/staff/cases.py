@@ -37,6 +37,7 @@ from cs336_basics.staff.builders import (
     get_batch_case,
     gradient_clipping_case,
     layernorm_case,
+    linear_bias_case,
     linear_case,
     lm_case,
     lr_schedule_case,
@@ -119,7 +120,7 @@ def _fully_masked_row(kw: dict) -> None:
 
 
 def _eos_is_the_third_token(kw: dict) -> None:
-    # the id greedy decoding chooses third: generation must stop right after it (and yield it)
+    # the id generation chooses third: it must stop right after it (and yield it)
     kw["eos_token_id"] = int(expected_output("run_generate", kw)[2])
 
 
@@ -536,6 +537,17 @@ PUBLIC_CASES = [
 PUBLIC_CASES += [
     Case("linear_2d_bf16", "linear", "run_linear", 100, linear_case((7,), 32, 48), floor=0.0025, dtype=BF16),
     Case("linear_f64", "linear", "run_linear", 101, linear_case((3,), 16, 24, x_std=2.0), floor=0.0, dtype=F64),
+    # Linear(bias=True) (beyond CS336; the position-wise FFN's layers)
+    Case("linear_with_bias", "linear", "run_linear_with_bias", 148, linear_bias_case(B, 32, 40), floor=3.2e-7),
+    Case(
+        "linear_with_bias_4d_f64",
+        "linear",
+        "run_linear_with_bias",
+        149,
+        linear_bias_case((2, 3, 4), 12, 20),
+        floor=1.1e-16,
+        dtype=F64,
+    ),
     Case(
         "embedding_unbatched_ids_bf16",
         "embedding",
@@ -1228,6 +1240,20 @@ HIDDEN_CASES = [
         "run_generate",
         1152,
         generate_case(4, 7, 53, 16, 48, 3, 3, 80),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    # sampled (temperature and top-p, seeded) from a tied grouped-query model, stopping after the
+    # third id it draws
+    hidden(
+        "generate_sampled_stops_at_eos",
+        "generate",
+        "run_generate",
+        1153,
+        edited(
+            generate_case(3, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=2, tie=True, temperature=0.7, top_p=0.8),
+            _eos_is_the_third_token,
+        ),
         floor=EXACT,
         out_dtype=I64,
     ),

@@ -7,6 +7,7 @@ import torch
 
 from cs336_basics.nn import FFNBlock
 from cs336_basics.nn import functional as F
+from cs336_basics.testing import WRONG_DTYPE
 
 from . import mistake, plus_bias, up
 
@@ -22,6 +23,11 @@ from . import mistake, plus_bias, up
 )
 def linear_transposed(x, weight, bias=None):
     return plus_bias(x @ weight, bias)
+
+
+@mistake("linear-bias_ignored", F, "linear", diagnosis="Linear ignoring the bias it was given")
+def linear_bias_ignored(x, weight, bias=None):
+    return x @ weight.T
 
 
 @mistake(
@@ -58,12 +64,11 @@ def embedding_off_by_one(token_ids, weight):
     "embedding-ids_assumed_2d",
     F,
     "embedding",
-    diagnosis="Embedding that assumes (batch, sequence) ids: the rows reshaped to (ids.shape[0], ids.shape[1], "
-    "d_model) instead of ids.shape + (d_model,)",
-    raises=(IndexError,),
+    diagnosis="Embedding that assumes (batch, sequence) ids: the rows reshaped to (ids.shape[0], -1, d_model) "
+    "instead of ids.shape + (d_model,)",
 )
 def embedding_ids_assumed_2d(token_ids, weight):
-    return weight[token_ids.reshape(-1)].reshape(token_ids.shape[0], token_ids.shape[1], weight.shape[1])
+    return weight[token_ids.reshape(-1)].reshape(token_ids.shape[0], -1, weight.shape[1])
 
 
 @mistake(
@@ -242,16 +247,15 @@ def rmsnorm_fixed_reduction_axis(x, weight, eps=1e-5, cast_before_gain=False):
     "rmsnorm-returns_float32",
     F,
     "rmsnorm",
-    diagnosis="RMSNorm returning its float32 computation without casting back to the input's dtype",
+    diagnosis=WRONG_DTYPE,
+    raises=(TypeError,),  # a float32 output meets bfloat16 weights in the next layer
 )
 def rmsnorm_returns_float32(x, weight, eps=1e-5, cast_before_gain=False):
     x_c = x.float() if x.dtype != torch.float64 else x
     return x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps) * up(weight)
 
 
-@mistake(
-    "layernorm-eps_ignored", F, "layernorm", diagnosis="LayerNorm ignoring the `eps` it was given (a fixed 1e-5)"
-)
+@mistake("layernorm-eps_ignored", F, "layernorm", diagnosis="LayerNorm ignoring the `eps` it was given (a fixed 1e-5)")
 def layernorm_eps_ignored(x, weight, bias, eps=1e-5):
     x_c = up(x)
     out = torch.nn.functional.layer_norm(x_c, x.shape[-1:], up(weight), None if bias is None else up(bias), 1e-5)

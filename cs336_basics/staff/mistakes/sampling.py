@@ -8,7 +8,7 @@ import cs336_basics.generate as generation
 import cs336_basics.sampling as sampling
 from cs336_basics.nn import functional as F
 
-from . import mistake
+from . import mistake, variant
 
 _reference_generate = generation.generate
 
@@ -159,3 +159,24 @@ mistake(
     "generate",
     diagnosis="generation that stops at an end-of-sequence id without yielding it",
 )(_stopping(_before_eos))
+
+
+# ---- correct, written differently ----
+
+
+@variant("generate-top_p_by_threshold", sampling, "top_p_filter")
+def top_p_by_threshold(probs, top_p):
+    # the nucleus as a threshold: keep every token at least as likely as the one that carries the
+    # sum of the more likely ones past top_p (the same set when no two probabilities are equal)
+    if top_p == 1:
+        return probs
+    sorted_probs = probs.sort(dim=-1, descending=True).values
+    last = ((sorted_probs.cumsum(dim=-1) - sorted_probs) < top_p).sum(dim=-1, keepdim=True) - 1
+    kept = probs.masked_fill(probs < sorted_probs.gather(-1, last), 0.0)
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
+@variant("generate-distribution_through_log_softmax", sampling, "next_token_distribution")
+def distribution_through_log_softmax(logits, temperature, top_p=1.0):
+    scaled = _up(logits) / temperature
+    return sampling.top_p_filter((scaled - scaled.logsumexp(dim=-1, keepdim=True)).exp(), top_p)
