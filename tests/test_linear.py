@@ -7,8 +7,8 @@ from cs336_basics.nn import Linear
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
-from ._helpers import F64, assert_close, rand
 from . import adapters
+from ._helpers import F64, assert_close, rand
 
 
 @pytest.mark.parametrize("case", fixture_names("linear"))
