@@ -566,6 +566,7 @@ PUBLIC_CASES += [
         floor=EXACT,
         dtype=F64,
     ),
+    Case("silu_4d_f64", "silu", "run_silu", 150, pointwise_case((2, 3, 4, 5), std=3.0), floor=1.2e-16, dtype=F64),
     Case(
         "gelu_tanh_2d_bf16",
         "gelu",
