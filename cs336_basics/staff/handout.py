@@ -298,7 +298,8 @@ def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | No
         if not kept:
             del pytest_options["addopts"]
     data["project"]["description"] = (
-        "Assignment: the feed-forward building blocks of a transformer language model, with tests and fixtures."
+        "Assignment: a transformer language model built from scratch in PyTorch, with its tests and fixtures "
+        "(CS336 assignment 1 style)."
     )
     header = "# Derived from the course staff's pyproject.toml by `cs336 handout`: same dependencies.\n\n"
     return header + _toml_tables(data)

@@ -4,9 +4,9 @@ that calls the PyTorch built-in computing it fails its snapshot test, with a mes
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from cs336_basics import REPO
+
 USES_BUILTIN = """
 def pytest_sessionstart(session):  # after jaxtyping's import hook is in place
     import torch.nn.functional as TF

@@ -25,9 +25,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from cs336_basics import REPO
 from cs336_basics.staff.cases import BY_NAME
 from cs336_basics.staff.grader import autograder, runner
-from cs336_basics.staff.grader.cases import REPO, graded_cases
+from cs336_basics.staff.grader.cases import graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import grade
 from cs336_basics.staff.grader.gradebook import grade_all
@@ -39,8 +40,8 @@ from cs336_basics.staff.handout import all_solution_regions, build_handout, rest
 CONFIG = load_config()
 POINTS = CONFIG.points
 # Limits count CPU seconds (the worker's cgroup, its processes included), so load does not change
-# them: the reference needs <= 0.5 CPU s per component but the parallel one (1.4 CPU s for its
-# hidden cases, its ranks included; printed by `cs336 grade`); 8 s keeps the infinite loop's cost down.
+# them; 8 s per component is several times what the reference uses (grading.toml states it) and
+# keeps the infinite loop's cost down.
 # The wall-clock budget for the whole grading (Gradescope's timeout) is lifted here: a test of it sets its own.
 TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8, total_s=3600))
 # For the samples that test the sandbox's limits on processes (fork bombs, spinners, lingering and
@@ -342,7 +343,8 @@ return weight[token_ids]
 # Sockets: silu's worker tries a TCP socket (only the network components' workers may) and a
 # netlink socket gloo does not need; the parallel ranks (in a gloo group on 127.0.0.1) try
 # addresses that are not loopback; gelu and softmax fail inside a library (einops in the
-# virtualenv, json in Python's standard library), so their innermost frame is a library's.
+# virtualenv, json in Python's standard library), so their innermost frame is a library's;
+# layernorm raises, and lr_schedule prints then ends its worker, with host paths in the text.
 USES_LOOPBACK = """
 import json, socket
 seen = {}
@@ -358,6 +360,13 @@ except OSError as e:
     seen["sock_diag"] = e.errno
 raise RuntimeError("LOOPBACK" + json.dumps(seen) + "LOOPBACK")
 """
+# host paths a worker knows: its own file (in the sandbox's code directory), its home, Python's
+# prefix (resolved too) and the grader's repository (which a student could guess)
+HOST_PATHS_TEXT = """import os, sys
+text = " ".join(["PATHS", __file__, os.getcwd(), sys.prefix, os.path.realpath(sys.prefix), REPO_PATH, "PATHS"])
+"""
+RAISES_HOST_PATHS = HOST_PATHS_TEXT + "raise RuntimeError(text)\n"
+PRINTS_HOST_PATHS = HOST_PATHS_TEXT + "print(text, file=sys.stderr, flush=True)\nos._exit(3)\n"
 REACHES_OUT = """
 import json, socket
 import torch.distributed as dist
@@ -483,6 +492,8 @@ return out
     replace_region(root, "ColumnParallelLinear.forward", REACHES_OUT)
     replace_region(root, "functional.gelu", 'import einops\nreturn einops.rearrange(x, "a b -> c")\n')
     replace_region(root, "functional.softmax", 'import json\nreturn json.loads("{")\n')
+    replace_region(root, "functional.layernorm", RAISES_HOST_PATHS.replace("REPO_PATH", repr(str(REPO))))
+    replace_region(root, "lr_schedule.get_lr_cosine_schedule", PRINTS_HOST_PATHS.replace("REPO_PATH", repr(str(REPO))))
     unsafe = samples["unsafe_zip"] = tmp / "unsafe.zip"
     with zipfile.ZipFile(unsafe, "w") as z:
         z.writestr("cs336_basics/__init__.py", "")
@@ -1107,6 +1118,55 @@ def test_grader_library_frames_in_tracebacks_show_no_host_path(graded):
     hosts = {str(REPO), sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
     assert all("<python>/" in t for t in texts)  # the innermost frame: einops, json
     assert not [h for h in hosts for t in texts if h in t]
+
+
+def test_grader_package_index_names_every_module_it_holds():
+    import cs336_basics.staff.grader as package
+
+    listed = {line.split()[0] for line in package.__doc__.splitlines() if line.split()[:1]}
+    listed = {name for name in listed if name.endswith(".py")}
+    held = {p.name for p in Path(package.__file__).parent.glob("*.py")} - {"__init__.py"}
+    assert listed == held
+
+
+def test_grader_protocol_strings_are_spelled_only_in_protocol_py():
+    """The worker and the grader's side name every file, progress line and metadata key of their
+    protocol through protocol.py: neither spells one itself (docstrings aside)."""
+    import ast
+
+    from cs336_basics.staff.grader import protocol
+
+    # its names and keys ("1", the tampered flag, is too short to tell from other strings)
+    words = {v for k, v in vars(protocol).items() if k.isupper() and isinstance(v, str) and len(v) > 1}
+    prefix, suffixes = protocol.done(""), (protocol.output_file(""), protocol.input_file(""))
+    spelled = []
+    for module in ("worker", "runner", "grade", "sandbox"):
+        tree = ast.parse((REPO / "cs336_basics" / "staff" / "grader" / f"{module}.py").read_text())
+        bodies = [n.body for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))]
+        docstrings = {id(b[0].value) for b in bodies if b and isinstance(b[0], ast.Expr)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                if node.value in words or node.value.startswith(prefix) or node.value.endswith(suffixes):
+                    spelled.append(f"{module}.py:{node.lineno}: {node.value!r}")
+    assert not spelled, spelled
+
+
+def test_grader_host_paths_in_worker_text_never_reach_results_json(graded):
+    report = graded["uses_loopback"]
+    raised = outputs(report, "layernorm", hidden=False)
+    printed = outputs(report, "lr_schedule", hidden=False)
+    shown = re.compile(r"PATHS cs336_basics/\S+\.py <sandbox>/public/work-\d+ <python> <python> <grader> PATHS")
+    assert raised and all(shown.search(t) for t in raised)  # the exception's text
+    assert shown.search(printed[0]) and "last lines of its output" in printed[0]  # the output's tail, after a crash
+    results = json.dumps(to_gradescope(report))
+    hosts = {
+        str(REPO),
+        sys.prefix,
+        sys.base_prefix,
+        os.path.realpath(sys.prefix),
+        "cs336-grade-",
+    }  # grade.py's temp dir
+    assert not [h for h in hosts if h in results]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")

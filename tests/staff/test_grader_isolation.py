@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from cs336_basics import REPO
 from cs336_basics.staff.grader import autograder, cgroup, preflight, runner, sandbox
-from cs336_basics.staff.grader.cases import REPO, graded_cases
+from cs336_basics.staff.grader.cases import graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import CaseResult, GradeReport, grade
 from cs336_basics.staff.grader.report import to_gradescope
@@ -157,6 +158,13 @@ def test_grader_isolation_level_is_the_strongest_whose_mechanisms_all_work():
     assert preflight.level({"network namespace": "EPERM", "cgroup memory/pids/cpu": "EROFS"}) == "container"
     assert preflight.level({"user switch": "EPERM"}) == "none"
     assert preflight.level({m: "needs root" for m in preflight.MECHANISMS}) == "none"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the probe runs as root only")
+def test_grader_isolation_probe_that_dies_before_it_reports_allows_no_level(monkeypatch):
+    monkeypatch.setattr(json, "dumps", lambda *args, **kwargs: os._exit(1))  # the probe's child dies reporting
+    failed = preflight.missing()
+    assert set(failed) == set(preflight.MECHANISMS) and preflight.level(failed) == "none"
 
 
 def test_grader_command_refuses_below_the_required_isolation_level(monkeypatch, capsys, tmp_path):

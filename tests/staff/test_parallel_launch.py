@@ -7,20 +7,17 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 import torch.distributed as dist
 
+from cs336_basics import REPO
 from cs336_basics.nn.parallel import comm
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV, launch
 
 from .. import _parallel as P
 from ..adapters import run_column_parallel_linear
-
-REPO = Path(__file__).resolve().parents[2]
-
 
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here
 

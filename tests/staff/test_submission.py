@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from cs336_basics import REPO
 from cs336_basics.staff.grader import runner
 from cs336_basics.staff.grader import submission as sub
-from cs336_basics.staff.grader.cases import REPO
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import grade
 from cs336_basics.staff.grader.report import summary_table, to_gradescope

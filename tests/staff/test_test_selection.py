@@ -11,9 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cs336_basics import COMPONENTS
-
-REPO = Path(__file__).resolve().parents[2]
+from cs336_basics import COMPONENTS, REPO
 
 
 def _selected_by(tmp_path: Path) -> dict[str, list[str]]:

@@ -15,7 +15,8 @@ test can run it against a fake Gradescope layout with the current environment.
 import zipfile
 from pathlib import Path
 
-from cs336_basics.staff.grader.cases import REPO, graded_cases
+from cs336_basics import REPO
+from cs336_basics.staff.grader.cases import graded_cases
 from cs336_basics.staff.grader.config import DEFAULT_CONFIG, load_config
 
 SETUP_SH = """#!/usr/bin/env bash

@@ -6,9 +6,6 @@ from pathlib import Path
 
 from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.staff.cases import HIDDEN_FIXTURES_DIR, cases_of
-from cs336_basics.staff.reference import ADAPTERS, REPO
-
-__all__ = ["ADAPTERS", "REPO", "GradedCase", "graded_cases"]
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,27 @@ _counter = itertools.count(1)
 _lock = threading.Lock()
 
 
+def sigkill(pids) -> None:
+    """SIGKILL each of pids; one already gone (or not ours to kill) is passed over."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def kill_until_gone(find, rounds: int, pause_s: float = 0.0) -> bool:
+    """SIGKILL the processes find() lists, round after round (one may fork while the last is
+    killed), until it lists none or `rounds` are done; whether none is left."""
+    for _ in range(rounds):
+        pids = find()
+        if not pids:
+            return True
+        sigkill(pids)
+        time.sleep(pause_s)
+    return not find()
+
+
 @dataclass(frozen=True)
 class Cgroup:
     version: int  # 1 or 2
@@ -91,17 +112,7 @@ class Cgroup:
                 _write(self.dirs[0], "cgroup.kill", "1")
             except OSError:
                 pass
-        for _ in range(rounds):
-            pids = self.pids()
-            if not pids:
-                return True
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.005)
-        return not self.pids()
+        return kill_until_gone(self.pids, rounds, pause_s=0.005)
 
     def remove(self) -> bool:
         """Kill everything in the group and remove it; whether it is gone."""

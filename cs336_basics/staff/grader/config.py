@@ -5,7 +5,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "grading.toml"
+from cs336_basics import REPO
+
+DEFAULT_CONFIG = REPO / "cs336_basics" / "staff" / "grading.toml"
 
 
 @dataclass(frozen=True)

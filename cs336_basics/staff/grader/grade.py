@@ -40,16 +40,18 @@ from pathlib import Path
 import safetensors.torch
 import torch
 
+from cs336_basics import REPO
 from cs336_basics.builtin_guard import explain, forbidden_calls
 from cs336_basics.fixture_io import Fixture, load_fixture
-from cs336_basics.staff.grader import sandbox
-from cs336_basics.staff.grader.cases import ADAPTERS, REPO, GradedCase, graded_cases
+from cs336_basics.staff.grader import protocol, sandbox
+from cs336_basics.staff.grader.cases import GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.fresh import fresh_public_fixtures
 from cs336_basics.staff.grader.runner import ComponentRun, Runner, read_worker_file
-from cs336_basics.staff.grader.sanitize import clean
+from cs336_basics.staff.grader.sanitize import clean, hide_paths
 from cs336_basics.staff.grader.static_check import Finding, check_package
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
+from cs336_basics.staff.reference import ADAPTERS
 from cs336_basics.testing import compare
 
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "out of memory")
@@ -102,12 +104,12 @@ def read_output(raw: bytes, numel: int) -> tuple[dict[str, str], torch.Tensor | 
         header = json.loads(raw[8 : 8 + n])
     except (ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(header, dict) or set(header) - {"__metadata__", "output"}:
+    if not isinstance(header, dict) or set(header) - {"__metadata__", protocol.OUTPUT}:
         return None
     meta = header.get("__metadata__", {})
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
         return None
-    entry = header.get("output")
+    entry = header.get(protocol.OUTPUT)
     if entry is not None:
         shape = entry.get("shape") if isinstance(entry, dict) else None
         if not (
@@ -120,30 +122,35 @@ def read_output(raw: bytes, numel: int) -> tuple[dict[str, str], torch.Tensor | 
         tensors = safetensors.torch.load(raw)
     except Exception:  # noqa: BLE001 - any malformed file
         return None
-    return meta, tensors.get("output")
+    return meta, tensors.get(protocol.OUTPUT)
 
 
-def judge(case: GradedCase, fixture: Fixture, run: ComponentRun, uid: int | None, memory_mb: int) -> tuple[bool, str]:
+def judge(
+    case: GradedCase, fixture: Fixture, run: ComponentRun, uid: int | None, memory_mb: int, code_dir: Path
+) -> tuple[bool, str]:
     """(passed, what the student sees) for one case. A hidden case's message is one of a few fixed
-    sentences: it never holds text the student's code produced, nor values derived from its inputs."""
+    sentences: it never holds text the student's code produced, nor values derived from its inputs.
+    code_dir: the sandbox's code directory (hidden in error texts, as every host path)."""
     if not run.finished:
         return False, run.message  # a hidden worker's run messages are fixed already (Runner.reveal)
     numel = fixture.expected.numel()
     limit = 8 + MAX_HEADER_BYTES + 8 * numel  # checked before reading: a larger file is not read at all
-    raw = read_worker_file(run.home / f"{case.name}.safetensors", uid, limit=limit + 1)
+    raw = read_worker_file(run.home / protocol.output_file(case.name), uid, limit=limit + 1)
     if raw is None:
         return False, f"{fixture.adapter}: no output was saved for this case"
     parsed = read_output(raw, numel) if len(raw) <= limit else None
     if parsed is None:
         return False, f"{fixture.adapter}: the saved output is not what the grader wrote (too large or malformed)"
-    return _verdict(case, fixture, *parsed, memory_mb)
+    return _verdict(case, fixture, *parsed, memory_mb, code_dir)
 
 
-def _verdict(case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int) -> tuple[bool, str]:
+def _verdict(
+    case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int, code_dir: Path
+) -> tuple[bool, str]:
     adapter, hidden = fixture.adapter, case.hidden
-    if "error" in meta:
-        error = clean(meta["error"]).rstrip()
-        if meta.get("tampered") == "1":
+    if protocol.ERROR in meta:
+        error = clean(hide_paths(meta[protocol.ERROR], code_dir)).rstrip()
+        if meta.get(protocol.TAMPERED) == protocol.YES:
             return False, f"{adapter} was not graded: " + (
                 "your code changed the grader's adapters or its call recorder" if hidden else error
             )
@@ -156,7 +163,7 @@ def _verdict(case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memo
             return False, f"{adapter} raised an exception"
         return False, f"{adapter} raised an exception:\n{error}"
     try:
-        calls, operators = json.loads(meta["calls"]), int(meta["operators"])
+        calls, operators = json.loads(meta[protocol.CALLS]), int(meta[protocol.OPERATORS])
     except (KeyError, ValueError):
         calls, operators = None, 0
     if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls)):
@@ -219,8 +226,8 @@ def _prepare(submission: Path, base: Path, cases: list[GradedCase], fixtures: di
 
 def _write_inputs(inputs: Path, cases: list[GradedCase], fixtures: dict[str, Fixture]) -> None:
     for case in cases:
-        torch.save(fixtures[case.name].kwargs, inputs / f"{case.name}.pt")
-        os.chmod(inputs / f"{case.name}.pt", 0o644)
+        torch.save(fixtures[case.name].kwargs, inputs / protocol.input_file(case.name))
+        os.chmod(inputs / protocol.input_file(case.name), 0o644)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -348,7 +355,9 @@ def _run(
                     report.grader_problems.append(c.name)
                     continue
                 verdicts[c.name] = (
-                    _judge_safely(c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb)
+                    _judge_safely(
+                        c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb, root / "code"
+                    )
                     if time.thread_time() < deadline
                     else (
                         False,

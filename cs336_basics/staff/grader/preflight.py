@@ -1,7 +1,9 @@
 """Before grading: which of the sandbox's mechanisms this machine lacks, and so the isolation
-level it allows. `missing()` forks a child that tries each one, in a cgroup and namespaces of its
-own (nothing it does reaches the grader or the host: its mount namespace is private before it
-mounts anything), and reports; `level()` names the strongest level whose mechanisms all work:
+level it allows. `missing()` forks a child that enters the sandbox exactly as a worker does
+(sandbox.plan, make_home, a cgroup of its own, sandbox.enter: one code path) in a scratch
+directory, and reports what enter() could not set up (nothing it does reaches the grader or the
+host: its mounts are in a private namespace, its home's tmpfs is detached after it); `level()`
+names the strongest level whose mechanisms all work:
 
   full       every mechanism (root with CAP_SYS_ADMIN: a VM, a privileged container);
   container  a user id of its own per worker and no_new_privs + seccomp (root with Docker's
@@ -14,22 +16,15 @@ extra_data, never a student-visible field). The README's grader section lists ea
 residual risks.
 """
 
+import dataclasses
 import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
-MECHANISMS = (
-    "user switch",
-    "network namespace",
-    "loopback",
-    "mount namespace",
-    "tmpfs",
-    "PID namespace",
-    "IPC namespace",
-    "cgroup memory/pids/cpu",
-    "seccomp",
-)
+from cs336_basics.staff.grader.sandbox import MECHANISMS
+
 LEVELS = ("none", "container", "full")  # weakest first
 REQUIRES = {"none": (), "container": ("user switch", "seccomp"), "full": MECHANISMS}
 # What each mechanism keeps, and what replaces it where it is missing (README: residual risks).
@@ -53,95 +48,64 @@ ALWAYS = (
 )
 
 
-def _try_all(scratch: str, group) -> dict[str, str]:
-    """In the forked child: {mechanism: why it failed} (empty: everything works)."""
-    from cs336_basics.staff.grader import sandbox, seccomp
+PROBE_CPU_S = 10  # the probe's RLIMIT_CPU: it runs no student code, so any bound will do
 
-    failed = {}
-    libc = sandbox._libc()
 
-    def attempt(name, action):
+def _probe(spec, log: Path) -> None:
+    """In the forked child: enter the sandbox as a worker does and write {mechanism: why it
+    failed} as the last line of its log (enter sends stdout there); then exit."""
+    from cs336_basics.staff.grader import sandbox
+
+    try:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # nothing to the grader's stdout
+        os.dup2(fd, 1)
         try:
-            action()
-        except Exception as e:  # noqa: BLE001 - any failure means the mechanism is missing
-            failed[name] = f"{type(e).__name__}: {e}"
-
-    if group is None:
-        failed["cgroup memory/pids/cpu"] = "no cgroup could be created"
-    else:
-        attempt("cgroup memory/pids/cpu", group.join)
-    attempt("network namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWNET), "unshare(CLONE_NEWNET)"))
-    if "network namespace" not in failed:
-        attempt("loopback", sandbox.loopback_up)
-    attempt(
-        "mount namespace",
-        lambda: (
-            sandbox._check(libc.unshare(sandbox.CLONE_NEWNS), "unshare(CLONE_NEWNS)"),
-            sandbox._check(libc.mount(None, b"/", None, sandbox.MS_REC | sandbox.MS_PRIVATE, None), "make / private"),
-        ),
-    )
-    if "mount namespace" not in failed:  # only in a private namespace: nothing to clean up on the host
-        attempt(
-            "tmpfs",
-            lambda: sandbox._check(
-                libc.mount(b"tmpfs", scratch.encode(), b"tmpfs", sandbox.MS_NOSUID, b"size=1m,nr_inodes=16"),
-                "mount tmpfs",
-            ),
-        )
-    else:
-        failed["tmpfs"] = "needs a private mount namespace"
-    attempt("PID namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWPID), "unshare(CLONE_NEWPID)"))
-    attempt("IPC namespace", lambda: sandbox._check(libc.unshare(sandbox.CLONE_NEWIPC), "unshare(CLONE_NEWIPC)"))
-    attempt(
-        "seccomp",
-        lambda: (
-            sandbox._check(libc.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs"),
-            seccomp.install(),
-        ),
-    )
-
-    def switch():
-        uid = sandbox.pick_uid()
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-
-    attempt("user switch", switch)
-    return failed
+            failed = sandbox.enter(spec, str(log), PROBE_CPU_S)
+        except sandbox.SandboxError as e:
+            failed = e.missing
+        except Exception as e:  # noqa: BLE001 - a worker would die here too: no mechanism can be counted on
+            failed = {m: f"entering the sandbox failed: {e!r}" for m in MECHANISMS}
+        os.write(1, b"\n" + json.dumps(failed).encode() + b"\n")
+    finally:
+        os._exit(0)
 
 
 def missing() -> dict[str, str]:
     """{mechanism: why it is unavailable} for each of MECHANISMS this machine lacks."""
     from cs336_basics.staff.grader import cgroup, sandbox
+    from cs336_basics.staff.grader.config import Limits
 
     if not sandbox.is_root():
         return {m: "needs root" for m in MECHANISMS}
+    failed = {}
     try:
         group = cgroup.create(64, 8, 0.1)
     except OSError as e:
-        group, cgroup_error = None, str(e)
-    scratch = tempfile.mkdtemp(prefix="cs336-preflight-")
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report and exit, whatever happens
-        try:
-            os.close(read)
-            os.write(write, json.dumps(_try_all(scratch, group)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        raw = f.read()
-    os.waitpid(pid, 0)
-    shutil.rmtree(scratch, ignore_errors=True)
+        group, failed["cgroup memory/pids/cpu"] = None, str(e)
+    scratch = Path(tempfile.mkdtemp(prefix="cs336-preflight-"))
     try:
-        failed = json.loads(raw or b"{}")
-    except ValueError:
-        failed = {"all": "the probe died"}
-    if group is None:
-        failed["cgroup memory/pids/cpu"] = cgroup_error
-    else:
-        group.remove()
+        os.chmod(scratch, 0o711)  # as grade.py's: the worker's user passes through, lists nothing
+        (scratch / "sandbox").mkdir(mode=0o755)
+        (scratch / "new-root").mkdir(mode=0o755)
+        # the address space a worker gets is no mechanism: the probe is a fork of a grader that may hold more
+        limits = dataclasses.replace(Limits(), memory_mb=1 << 20)
+        spec = sandbox.plan(scratch / "sandbox", scratch / "sandbox", scratch / "new-root", limits)
+        spec = dataclasses.replace(spec, home=str(scratch / "sandbox" / "home"), cgroup=group)
+        sandbox.make_home(Path(spec.home), spec)
+        log = scratch / "log"
+        pid = os.fork()
+        if pid == 0:
+            _probe(spec, log)
+        os.waitpid(pid, 0)
+        try:
+            failed |= json.loads(log.read_bytes().splitlines()[-1])
+        except (OSError, IndexError, ValueError):
+            failed = {m: "the probe died before it reported" for m in MECHANISMS}
+    finally:
+        sandbox.unmount_under(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if group is not None:
+            group.remove()
     return failed
 
 

@@ -14,9 +14,9 @@ A worker's stdout and stderr go to a FIFO the grader drains into a bounded tail 
 Workers are forked by a multiprocessing forkserver that has imported torch (one per grader
 process, shared by all submissions it grades), so a worker starts in milliseconds instead of
 the seconds `import torch` takes. The forkserver never runs student code. Nothing a worker
-sends is unpickled: progress is a text file (only its exact `ready`/`done`/`import-failed` lines
-count; staff notes come from a file the worker wrote as root), outputs are safetensors files
-(grade.read_output) and every text is cleaned and capped (sanitize.py).
+sends is unpickled: progress is a text file (only its exact lines count: protocol.py; staff
+notes come from a file the worker wrote as root), outputs are safetensors files
+(grade.read_output) and every text is cleaned, capped and rid of host paths (sanitize.py).
 """
 
 import dataclasses
@@ -26,14 +26,13 @@ import multiprocessing
 import os
 import signal
 import stat
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics.staff.grader import cgroup, sandbox
-from cs336_basics.staff.grader.sanitize import MAX_TEXT_CHARS, clean, decode
+from cs336_basics.staff.grader import cgroup, protocol, sandbox
+from cs336_basics.staff.grader.sanitize import clean, decode, hide_paths
 from cs336_basics.staff.grader.worker import WorkerJob, main, worker_batch
 
 POLL_S = 0.02
@@ -116,10 +115,6 @@ def read_worker_file(path: Path, uid: int | None, limit: int = 1 << 20) -> bytes
         return f.read(limit)
 
 
-_HOST_PATHS = sorted(
-    {(str(Path(__file__).resolve().parents[3]), "<grader>"), (sys.prefix, "<python>"), (sys.base_prefix, "<python>")},
-    key=lambda p: -len(p[0]),
-)
 MAX_PROGRESS_BYTES = 1 << 16  # `ready`, `done <component>`, ...: a few hundred bytes
 MAX_NOTES_BYTES = 1 << 12
 
@@ -157,11 +152,10 @@ class LogTail:
             pass
 
 
-def log_tail(raw: bytes, lines: int = 12, chars: int = 1500) -> str:
-    """The last lines of a worker's stdout and stderr (shown with a timeout or a crash), cleaned."""
-    text = bytes(raw[-8 * chars :]).decode(errors="replace")
-    for path, name in _HOST_PATHS:  # no host path in a message a student sees
-        text = text.replace(path, name)
+def log_tail(raw: bytes, code_dir: Path, lines: int = 12, chars: int = 1500) -> str:
+    """The last lines of a worker's stdout and stderr (shown with a timeout or a crash), cleaned,
+    with no host path."""
+    text = hide_paths(bytes(raw[-8 * chars :]).decode(errors="replace"), code_dir)
     tail = "\n".join(clean(text).strip().splitlines()[-lines:])
     return clean(tail, chars)
 
@@ -258,16 +252,14 @@ class Runner:
         mine.mkdir(mode=0o755)
         for _, cases in plan:
             for case, _ in cases:
-                if (self.inputs_dir / f"{case}.pt").exists():
-                    os.link(self.inputs_dir / f"{case}.pt", mine / f"{case}.pt")
+                name = protocol.input_file(case)
+                if (self.inputs_dir / name).exists():
+                    os.link(self.inputs_dir / name, mine / name)
         return mine
 
     def _start(self, plan, log: Path, home: Path, inputs: Path, network: bool):
         """A fresh worker with its own empty directory (the only place it may write)."""
-        home.mkdir(mode=0o700)
-        if self.spec.uid is not None:
-            os.chown(home, self.spec.uid, self.spec.uid)
-        if self.spec.isolate and not sandbox.mount_home(home, self.spec.uid, self.spec.limits):
+        if not sandbox.make_home(home, self.spec) and self.spec.isolate:
             self.notes.append(
                 "disk not limited: no tmpfs for the worker's home (needs CAP_SYS_ADMIN); "
                 "each file it writes is limited by RLIMIT_FSIZE only"
@@ -328,22 +320,23 @@ class Runner:
                 process.join(POLL_S)
                 tail.drain()
                 alive = process.is_alive()
-                raw = read_worker_file(home / "progress", self.spec.uid, limit=MAX_PROGRESS_BYTES)
+                raw = read_worker_file(home / protocol.PROGRESS_FILE, self.spec.uid, limit=MAX_PROGRESS_BYTES)
                 lines = (raw or b"").decode(errors="replace").split("\n")
                 for line in (lines[:-1] if alive else lines)[seen:]:  # a live worker's last line may be partial
                     seen += 1
-                    if line == "import-failed":
-                        error = decode(
-                            read_worker_file(home / "import_error.txt", self.spec.uid, limit=4 * MAX_TEXT_CHARS)
+                    if line == protocol.IMPORT_FAILED:
+                        written = read_worker_file(
+                            home / protocol.IMPORT_ERROR_FILE, self.spec.uid, limit=4 * protocol.ERROR_CHARS
                         )
+                        error = clean(hide_paths(decode(written, protocol.ERROR_CHARS), self.code_dir))
                         message = (
                             "importing your cs336_basics package failed:\n" + error.strip()
                             if self.reveal
                             else "importing your cs336_basics package failed (the public tests show why)"
                         )
                         return {c: ComponentRun(False, message) for c, _ in plan}
-                    finished = ready and len(runs) < len(plan) and line == f"done {plan[len(runs)][0]}"
-                    if (line == "ready" and not ready) or finished:
+                    finished = ready and len(runs) < len(plan) and line == protocol.done(plan[len(runs)][0])
+                    if (line == protocol.READY and not ready) or finished:
                         now_cpu = self._cpu(process)
                         if finished:
                             runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
@@ -407,7 +400,9 @@ class Runner:
 
     def _sandbox_notes(self, home: Path) -> list[str]:
         """The worker's notes on its sandbox, from the file it wrote as root before running student code."""
-        raw = read_worker_file(home / sandbox.NOTES_FILE, None if self.spec.uid is None else 0, limit=MAX_NOTES_BYTES)
+        raw = read_worker_file(
+            home / protocol.SANDBOX_NOTES_FILE, None if self.spec.uid is None else 0, limit=MAX_NOTES_BYTES
+        )
         if raw is None:
             return ["sandbox: the worker's notes on its sandbox are missing"]
         return [clean(line, 300) for line in raw.decode(errors="replace").splitlines() if line.strip()]
@@ -418,7 +413,7 @@ class Runner:
         """Before `ready` every remaining component fails; after it, only the one that was running.
         oom: the worker's cgroup reached its memory limit (a fixed sentence, also for hidden cases).
         why: "dead", or the limit it reached: "cpu", "wall" (a hang) or "budget" (the whole grading's)."""
-        limits, tail = self.spec.limits, log_tail(log) if self.reveal else ""
+        limits, tail = self.spec.limits, log_tail(log, self.code_dir) if self.reveal else ""
         tail = f"\nlast lines of its output:\n{tail}" if tail else ""
         if oom:
             what = f"while running {rest[0]}" if ready else "while importing your package"

@@ -57,7 +57,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics.staff.grader import seccomp
+from cs336_basics.staff.grader import cgroup, protocol, seccomp
 from cs336_basics.staff.grader.cgroup import Cgroup
 from cs336_basics.staff.grader.config import Limits
 
@@ -81,6 +81,20 @@ SYS_MOUNT_SETATTR, AT_RECURSIVE, MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = (
 )  # same number on x86_64 and arm64
 MNT_DETACH = 2
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
+
+
+# What enter() sets up, by the names preflight.py's isolation levels and its report use.
+MECHANISMS = (
+    "user switch",
+    "network namespace",
+    "loopback",
+    "mount namespace",
+    "tmpfs",
+    "PID namespace",
+    "IPC namespace",
+    "cgroup memory/pids/cpu",
+    "seccomp",
+)
 
 
 @dataclass(frozen=True)
@@ -261,20 +275,29 @@ def _limit(which: int, value: int) -> None:
     resource.setrlimit(which, (value, value))
 
 
-NOTES_FILE = "sandbox-notes"  # in the worker's home, written before the user switch: owned by root
-
-
 def _write_notes(home: str, notes: list[str]) -> None:
     """The notes for staff, in a file the worker's user cannot write (progress lines can be forged)."""
-    fd = os.open(os.path.join(home, NOTES_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    fd = os.open(
+        os.path.join(home, protocol.SANDBOX_NOTES_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
+    )
     with os.fdopen(fd, "w") as f:
         f.write("".join(f"{n}\n" for n in notes))
 
 
-def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
-    """Isolate this process as described in the module docstring. Returns notes on any
-    protection that could not be set up (the grader reports them)."""
-    notes = []
+class SandboxError(RuntimeError):
+    """A protection the worker must not run without failed (the user switch). missing: as enter's."""
+
+    def __init__(self, missing: dict[str, str]):
+        super().__init__("; ".join(missing.values()))
+        self.missing = missing
+
+
+def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> dict[str, str]:
+    """Isolate this process as described in the module docstring. Returns {mechanism: note} for
+    each of MECHANISMS that could not be set up (the notes, also written to the worker's
+    protocol.SANDBOX_NOTES_FILE, are what the grader reports; preflight.py names the isolation
+    level from the mechanisms). A failed user switch raises SandboxError instead."""
+    missing = {}
     _die_with_parent()
     try:  # the first the kernel kills when the machine or the container runs out of memory, never the grader
         with open("/proc/self/oom_score_adj", "w") as f:
@@ -285,7 +308,9 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
         try:
             spec.cgroup.join()  # before anything else: every process it starts is in it too
         except OSError as e:
-            notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
+            missing["cgroup memory/pids/cpu"] = (
+                f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})"
+            )
     os.setsid()
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -304,32 +329,38 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
         try:
             _check(libc.unshare(CLONE_NEWIPC), "unshare the IPC namespace")
         except OSError as e:
-            notes.append(f"no IPC namespace: System V IPC and POSIX queues are refused by seccomp only ({e})")
+            missing["IPC namespace"] = (
+                f"no IPC namespace: System V IPC and POSIX queues are refused by seccomp only ({e})"
+            )
         try:
             _check(libc.unshare(CLONE_NEWNET), "unshare the network namespace")
-            loopback_up()
         except OSError as e:
             what = "may open TCP sockets to any address" if spec.allow_inet else "has no TCP socket (seccomp)"
-            notes.append(f"no network namespace: this worker {what} ({e})")
+            missing["network namespace"] = f"no network namespace: this worker {what} ({e})"
+        else:
+            try:
+                loopback_up()
+            except OSError as e:
+                missing["loopback"] = f"no loopback device: this worker has no network at all ({e})"
         try:
             _check(libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
             _chroot(libc, spec.new_root, spec.visible, spec.home)
             private_tmp = True
         except OSError as e:
-            notes.append(f"no private root: staff files are hidden by their permissions only ({e})")
+            missing["mount namespace"] = f"no private root: staff files are hidden by their permissions only ({e})"
         if not os.path.ismount(spec.home):
-            notes.append("disk not limited: the worker's home is not a tmpfs of its own")
+            missing["tmpfs"] = "disk not limited: the worker's home is not a tmpfs of its own"
         try:
             _new_pid_namespace(libc)
         except OSError as e:
-            notes.append(f"no PID namespace: processes left behind are killed by user id only ({e})")
+            missing["PID namespace"] = f"no PID namespace: processes left behind are killed by user id only ({e})"
     if spec.isolate:
         try:
             _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
             seccomp.install(allow_inet=spec.allow_inet)  # the user switch below still works under it
         except (OSError, KeyError) as e:
-            notes.append(f"no seccomp filter: every socket family and System V IPC are allowed ({e!r})")
-    _write_notes(spec.home, notes)  # as root: the worker's user cannot change it
+            missing["seccomp"] = f"no seccomp filter: every socket family and System V IPC are allowed ({e!r})"
+    _write_notes(spec.home, list(missing.values()))  # as root: the worker's user cannot change it
     os.environ.clear()
     tmp = "/tmp" if private_tmp else spec.home  # never a directory the grader's TMPDIR named
     os.environ.update(
@@ -343,18 +374,21 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> list[str]:
     tempfile.tempdir = None  # the forkserver cached the grader's TMPDIR: look again
     tempfile.tempdir = tempfile.gettempdir()
     if spec.uid is not None:
-        _limit(resource.RLIMIT_NPROC, spec.limits.processes)
-        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        os.setgroups([])
-        os.setgid(spec.uid)
-        os.setuid(spec.uid)
-        if os.getuid() != spec.uid or os.geteuid() != spec.uid:
-            raise RuntimeError(f"could not switch to user {spec.uid}")
+        try:
+            _limit(resource.RLIMIT_NPROC, spec.limits.processes)
+            _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+            os.setgroups([])
+            os.setgid(spec.uid)
+            os.setuid(spec.uid)
+            if os.getuid() != spec.uid or os.geteuid() != spec.uid:
+                raise OSError(f"still user {os.geteuid()}")
+        except OSError as e:
+            raise SandboxError(missing | {"user switch": f"could not switch to user {spec.uid} ({e})"}) from e
         _die_with_parent()  # again: the switch clears it
 
     os.closerange(3, 1 << 16)
     os.chdir(spec.home)
-    return notes
+    return missing
 
 
 # ---------------------------------------------------------------- in the grader
@@ -399,6 +433,15 @@ def mount_home(home: Path, uid: int | None, limits: Limits) -> bool:
     source = f"{HOME_SOURCE}-{os.getpid()}-{_start_time(os.getpid())}"
     options = f"size={limits.disk_mb}m,nr_inodes={limits.disk_inodes},mode=0700,uid={uid},gid={uid}"
     return _libc().mount(source.encode(), str(home).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options.encode()) == 0
+
+
+def make_home(home: Path, spec: SandboxSpec) -> bool:
+    """A worker's home: a new directory (0700) of the worker's user, under isolation with a tmpfs
+    on it (mount_home). Returns whether the tmpfs is mounted."""
+    home.mkdir(mode=0o700)
+    if spec.uid is not None:
+        os.chown(home, spec.uid, spec.uid)
+    return spec.isolate and mount_home(home, spec.uid, spec.limits)
 
 
 def remove_stale_homes() -> list[str]:
@@ -452,11 +495,7 @@ def children(pid: int) -> list[int]:
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by pid (the worker called setsid), pid itself and its
     children (the init of its PID namespace: the kernel then kills everything in it)."""
-    for child in children(pid):
-        try:
-            os.kill(child, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    cgroup.sigkill(children(pid))
     for kill in (os.killpg, os.kill):
         try:
             kill(pid, signal.SIGKILL)
@@ -468,15 +507,7 @@ def kill_user(uid: int | None, rounds: int = 50) -> None:
     """SIGKILL every process of user uid (the worker's own user id) until none is left."""
     if uid is None or uid == 0 or uid == os.getuid():
         return
-    for _ in range(rounds):
-        victims = [pid for pid in _pids() if _uid_of(pid) == uid]
-        if not victims:
-            return
-        for pid in victims:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    cgroup.kill_until_gone(lambda: [pid for pid in _pids() if _uid_of(pid) == uid], rounds)
 
 
 def _cpu_ticks(pid: int) -> int:

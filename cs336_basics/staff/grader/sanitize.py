@@ -1,14 +1,20 @@
 """Text from a worker (error texts, its output's tail, import errors, sandbox notes) is data the
 student's code chose. Before it goes into a message, results.json or the console it is made
 plain and short: terminal escape sequences, control characters (newlines and tabs kept),
-bidirectional overrides and lone surrogates removed, its length capped.
+bidirectional overrides and lone surrogates removed, its length capped, and no host path left
+(hide_paths: the grader applies it to every worker text that can reach a student, whatever
+route it took: an exception's text, the tail of the worker's output, an import error).
 
 Caps: MAX_TEXT_CHARS per worker text, MAX_OUTPUT_CHARS per test's output in results.json and
 MAX_TOTAL_CHARS for all tests' outputs together (report.py), so results.json stays under
 report.MAX_RESULTS_BYTES.
 """
 
+import os
 import re
+import sys
+
+from cs336_basics import REPO
 
 MAX_TEXT_CHARS = 2000  # one worker text: an error, an import error, an output tail
 MAX_OUTPUT_CHARS = 4000  # one test's output in results.json
@@ -33,3 +39,28 @@ def clean(text: str, limit: int = MAX_TEXT_CHARS) -> str:
 def decode(raw: bytes | None, limit: int = MAX_TEXT_CHARS) -> str:
     """Bytes a worker wrote, as clean text ('' for None)."""
     return clean((raw or b"").decode("utf-8", errors="replace"), limit)
+
+
+# (host path, what a student sees instead): the grader's repository, Python's and the
+# virtualenv's prefixes (as given and resolved)
+_HOST_PATHS = {(str(REPO), "<grader>")} | {
+    (p.rstrip("/"), "<python>")
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)
+    for p in (prefix, os.path.realpath(prefix))
+    if p.rstrip("/")
+}
+
+
+def hide_paths(text: str, code_dir: str | os.PathLike) -> str:
+    """text with no host path: paths in the sandbox's code directory relative to it (as a
+    student's files are named in the handout: cs336_basics/...), the rest of the sandbox
+    directory (its parent: inputs, the workers' homes) <sandbox>, the grader's repository
+    <grader>, Python's prefixes <python>; the longest path first, so one inside another goes whole."""
+    pairs = set(_HOST_PATHS)
+    for code in {str(code_dir).rstrip("/"), os.path.realpath(code_dir)}:
+        pairs.add((code + "/", ""))
+        if os.path.dirname(code).rstrip("/"):
+            pairs.add((os.path.dirname(code), "<sandbox>"))
+    for path, name in sorted(pairs, key=lambda p: -len(p[0])):
+        text = text.replace(path, name)
+    return text

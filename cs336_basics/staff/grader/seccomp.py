@@ -65,6 +65,16 @@ class Asm:
     def ret(self, value: int) -> None:
         self.code.append((BPF_RET_K, None, None, value))
 
+    def deny_any(self, numbers, err: int, name: str) -> None:
+        """Return errno err for a system call numbered in `numbers` (its number loaded); go on
+        past these instructions for any other. `name` makes their labels unique."""
+        for nr in numbers:
+            self.jeq(nr, f"{name}_deny")
+        self.ja(f"{name}_done")
+        self.label(f"{name}_deny")
+        self.ret(deny(err))
+        self.label(f"{name}_done")
+
     def bytes(self) -> bytes:
         out = []
         for i, (op, jt, jf, k) in enumerate(self.code):
@@ -118,12 +128,7 @@ def _socket_rules(a: Asm, nrs: dict, allow_inet: bool) -> None:
 
 def _ipc_rules(a: Asm, nrs: dict) -> None:
     a.load(NR)
-    for nr in nrs["ipc"]:
-        a.jeq(nr, "ipc_deny")
-    a.ja("ipc_done")
-    a.label("ipc_deny")
-    a.ret(deny(errno.EPERM))
-    a.label("ipc_done")
+    a.deny_any(nrs["ipc"], errno.EPERM, "ipc")
 
 
 def program(machine: str | None = None, allow_inet: bool = False) -> bytes:
@@ -180,12 +185,7 @@ def _no_new_tasks_rules(a: Asm, machine: str) -> None:
     a.jeq(nr_clone3, None, "clone3_done")
     a.ret(deny(errno.ENOSYS))  # glibc falls back to clone, whose flags the kernel shows us
     a.label("clone3_done")
-    for nr in (nr_clone, *legacy):
-        a.jeq(nr, "task_deny")
-    a.ja("task_done")
-    a.label("task_deny")
-    a.ret(deny(errno.EPERM))
-    a.label("task_done")
+    a.deny_any((nr_clone, *legacy), errno.EPERM, "task")
 
 
 def no_new_tasks_program(machine: str | None = None) -> bytes:

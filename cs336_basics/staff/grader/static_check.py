@@ -307,7 +307,7 @@ def findings_of(source: str, rel: str, package: str = "cs336_basics") -> list[Fi
 def _given(rel: str) -> frozenset[str]:
     """The stripped lines of the handout's own findings in file rel (the reference's file with its
     solution regions stubbed); empty if the handout has no such file."""
-    from cs336_basics.staff.grader.cases import REPO
+    from cs336_basics import REPO
     from cs336_basics.staff.handout import stub_text
 
     path = REPO / rel

@@ -5,9 +5,10 @@ runs in the grader's process. It enters the sandbox (sandbox.py), forgets every
 `cs336_basics` module it inherited, imports the submission's package through the grader's
 pristine copy of tests/adapters.py, and for each component, in order, calls the adapter on
 each case's inputs and saves what came back to <home>/<case>.safetensors: the output tensor
-(`output`) and, as string metadata, the torch calls recorded (builtin_guard) or an error text. It appends `ready` to <home>/progress after the import and `done
-<component>` after each component; the grader times components by these lines. It never sees
-an expected value: the grader compares, in its own process.
+(`output`) and, as string metadata, the torch calls recorded (builtin_guard) or an error text;
+it appends a progress line after the import and after each component, by which the grader
+times components (protocol.py names each file, line and key). It never sees an expected value:
+the grader compares, in its own process.
 
 Unless its job runs a component that starts processes (GradingConfig.starts_processes: the
 tensor-parallel ranks), it installs a second seccomp filter before the submission is imported,
@@ -27,10 +28,10 @@ from dataclasses import dataclass
 from safetensors.torch import save_file  # bound now: the submission may patch the module
 
 from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
-from cs336_basics.staff.grader import seccomp
+from cs336_basics.staff.grader import protocol, seccomp
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
+from cs336_basics.staff.grader.sanitize import clean
 
-MAX_ERROR_CHARS = 2000
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
 MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
 
@@ -60,22 +61,10 @@ class WorkerJob:
     may_start_processes: bool = False  # False: a seccomp filter refuses new threads and processes
 
 
-def _host_paths(code_dir: str) -> list[tuple[str, str]]:
-    """(host path, what a student sees instead), longest first: the sandbox's code directory
-    disappears (paths relative to it), Python's and the virtualenv's become <python>, the grader's
-    own directory <grader>."""
-    grader = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    pairs = {(code_dir.rstrip("/") + "/", ""), (grader + "/", "<grader>/")}
-    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
-        for p in (prefix, os.path.realpath(prefix)):
-            pairs.add((p.rstrip("/") + "/", "<python>/"))
-    return sorted(pairs, key=lambda p: -len(p[0]))
-
-
 def _error_text(exc: BaseException, code_dir: str) -> str:
-    """The exception, after the frames of the student's package and the adapters (paths relative
-    to the sandbox); the grader's and library frames are left out, except the innermost, whose
-    path starts at <python>/. No host path is left in the text."""
+    """The exception, after the frames of the student's package and the adapters; the grader's
+    and library frames are left out, except the innermost. Host paths are left for the grader
+    to hide (sanitize.hide_paths: it must, whatever the student's code writes)."""
     root = code_dir.rstrip("/") + "/"
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for i, f in enumerate(frames) if f.filename.startswith(root) or i == len(frames) - 1][-6:]
@@ -86,10 +75,7 @@ def _error_text(exc: BaseException, code_dir: str) -> str:
             *traceback.format_exception_only(type(exc), exc),
         ]
     )
-    for path, name in _host_paths(code_dir):
-        text = text.replace(path, name)
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
-    return text if len(text) <= MAX_ERROR_CHARS else "...\n" + text[-MAX_ERROR_CHARS:]
+    return clean(text, protocol.ERROR_CHARS)  # no lone surrogate (safetensors' metadata is UTF-8)
 
 
 def _forget_inherited_modules(code_dir: str) -> None:
@@ -172,11 +158,11 @@ def main(job: WorkerJob) -> None:
             (guard._DispatcherObserver, "__exit__"),
         )
     ]
-    enter(job.spec, job.log_path, job.cpu_seconds)  # writes its notes for the grader, as root, to sandbox-notes
+    enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
     import torch
 
     torch.set_num_threads(1)
-    progress = open("progress", "a", buffering=1)
+    progress = open(protocol.PROGRESS_FILE, "a", buffering=1)
     if job.spec.isolate and not job.may_start_processes:
         seccomp.install_no_new_tasks()  # an OSError here ends the worker: nothing runs unrecorded
     code, module, expected = _pristine_adapters(job.code_dir)
@@ -186,9 +172,9 @@ def main(job: WorkerJob) -> None:
     try:
         exec(code, module.__dict__)  # imports the submission's package: its import-time code runs here
     except BaseException as e:  # noqa: BLE001 - anything the student's import raises, SystemExit included
-        with open("import_error.txt", "w") as f:
+        with open(protocol.IMPORT_ERROR_FILE, "w") as f:
             f.write(_error_text(e, job.code_dir))
-        progress.write("import-failed\n")
+        progress.write(protocol.IMPORT_FAILED + "\n")
         return
     functions = {name: module.__dict__.get(name) for name in expected}
     tampered = None
@@ -199,10 +185,10 @@ def main(job: WorkerJob) -> None:
             raise Tampered("your package replaced the grader's adapters module (sys.modules['adapters'])")
     except Tampered as e:
         tampered = str(e)
-    progress.write("ready\n")
+    progress.write(protocol.READY + "\n")
     for component, cases in job.cases:
         for case, adapter in cases:
-            kwargs = torch.load(os.path.join(job.inputs_dir, f"{case}.pt"), weights_only=True)
+            kwargs = torch.load(os.path.join(job.inputs_dir, protocol.input_file(case)), weights_only=True)
             tensors: dict = {}
             try:
                 if tampered:
@@ -225,28 +211,30 @@ def main(job: WorkerJob) -> None:
                 # the banned ones first: a flood of other names must not push them past the cap
                 banned = guard.forbidden_calls(component, recorder.calls)
                 calls = banned + sorted(recorder.calls - set(banned))[:MAX_CALLS]
-                meta = {"calls": json.dumps(calls), "operators": str(recorder.operators)}
+                meta = {protocol.CALLS: json.dumps(calls), protocol.OPERATORS: str(recorder.operators)}
                 if changed:
-                    meta["error"] = (
+                    meta[protocol.ERROR] = (
                         f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
                         "modules must leave their inputs unchanged (compute into new tensors)"
                     )
                 elif isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
-                    meta["error"] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
+                    meta[protocol.ERROR] = (
+                        f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
+                    )
                 elif type(out) is torch.Tensor:
-                    tensors["output"] = out
+                    tensors[protocol.OUTPUT] = out
                 else:
-                    meta["error"] = f"{adapter} returned a {type(out).__name__}, not a plain torch.Tensor"
+                    meta[protocol.ERROR] = f"{adapter} returned a {type(out).__name__}, not a plain torch.Tensor"
             except (Tampered, guard.RecordingTampered) as e:
-                meta = {"error": str(e), "tampered": "1"}
+                meta = {protocol.ERROR: str(e), protocol.TAMPERED: protocol.YES}
             except BaseException as e:  # noqa: BLE001
-                meta = {"error": _error_text(e, job.code_dir)}
+                meta = {protocol.ERROR: _error_text(e, job.code_dir)}
             try:
-                save_file(tensors, f"{case}.safetensors", metadata=meta)
+                save_file(tensors, protocol.output_file(case), metadata=meta)
             except Exception as e:  # noqa: BLE001 - e.g. a dtype safetensors cannot store
-                meta = {"error": f"{adapter}: its output could not be saved ({type(e).__name__}; a full disk?)"}
+                meta = {protocol.ERROR: f"{adapter}: its output could not be saved ({type(e).__name__}; a full disk?)"}
                 try:
-                    save_file({}, f"{case}.safetensors", metadata=meta)
+                    save_file({}, protocol.output_file(case), metadata=meta)
                 except Exception:  # noqa: BLE001 - the grader reports "no output was saved"
                     pass
-        progress.write(f"done {component}\n")
+        progress.write(protocol.done(component) + "\n")
