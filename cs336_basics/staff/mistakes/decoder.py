@@ -277,7 +277,7 @@ def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None):
 
 
 @mistake(
-    "block-no_attention_residual",
+    "block-no_first_residual",
     TransformerBlock,
     "forward",
     diagnosis="the decoder layer without the attention residual (h = attention(ln1(x)), not x + attention(ln1(x)))",

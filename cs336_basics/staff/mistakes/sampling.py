@@ -31,7 +31,7 @@ def _up(logits):
 
 
 @mistake(
-    "generate-temperature_after_softmax",
+    "generate-temperature_on_probabilities",
     sampling,
     "next_token_distribution",
     diagnosis="sampling that divides the probabilities by the temperature after the softmax (renormalised, "
@@ -176,7 +176,7 @@ def top_p_by_threshold(probs, top_p):
     return kept / kept.sum(dim=-1, keepdim=True)
 
 
-@variant("generate-distribution_through_log_softmax", sampling, "next_token_distribution")
+@variant("generate-distribution_through_logsumexp", sampling, "next_token_distribution")
 def distribution_through_log_softmax(logits, temperature, top_p=1.0):
     scaled = _up(logits) / temperature
     return sampling.top_p_filter((scaled - scaled.logsumexp(dim=-1, keepdim=True)).exp(), top_p)
