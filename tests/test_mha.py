@@ -156,3 +156,23 @@ def measure_floors(seeds=range(20)) -> dict[str, float]:
 if __name__ == "__main__":
     for name, floor in measure_floors().items():
         print(f"{name:6s} floor {floor:.2e}  tol {TOL[name]:.2e}")
+
+
+def test_mha_padding_mask_must_cover_the_cached_and_new_keys():
+    attn = MultiHeadSelfAttention(16, 4)
+    x = torch.randn(2, 3, 16)
+    with pytest.raises(
+        ValueError, match=r"attention_mask must be a torch.bool tensor of shape \(\.\.\., cached \+ seq\) = \(2, 3\)"
+    ):
+        attn(x, attention_mask=torch.ones(2, 4, dtype=torch.bool))
+
+
+def test_mha_padding_mask_hides_the_padding_keys():
+    """A left-padded row gives its real tokens the outputs they have without the padding."""
+    torch.manual_seed(0)
+    attn = MultiHeadSelfAttention(16, 4, rope=RotaryPositionalEmbedding(THETA, 4, MAX_LEN)).double()
+    x = torch.randn(1, 3, 16, dtype=torch.float64)
+    padded = torch.cat([torch.randn(1, 2, 16, dtype=torch.float64), x], dim=1)  # two padding tokens first
+    mask = torch.tensor([[False, False, True, True, True]])
+    positions = torch.tensor([[0, 0, 0, 1, 2]])
+    assert torch.allclose(attn(padded, positions, attention_mask=mask)[:, 2:], attn(x), atol=1e-12, rtol=0)

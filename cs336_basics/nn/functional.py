@@ -404,7 +404,8 @@ def grouped_query_attention(
     consecutive query heads (Ainslie et al. 2023, GQA; num_kv_heads = 1 is multi-query attention,
     Shazeer 2019; num_kv_heads = num_heads is ordinary multi-head attention). Query head h uses
     key/value head h // (num_heads / num_kv_heads), as Hugging Face's repeat_kv does. The
-    keys and values are broadcast, not copied. mask broadcasts to (..., queries, keys)."""
+    keys and values are broadcast, not copied. mask broadcasts to (..., num_heads, queries, keys)
+    (q's leading dimensions); a heads dimension of 1 serves every head."""
     if q.dim() < 3 or k.dim() < 3:
         raise ValueError(f"q and k must be (..., heads, seq, d), got shapes {tuple(q.shape)} and {tuple(k.shape)}")
     num_heads, num_kv_heads = q.shape[-3], k.shape[-3]
@@ -414,6 +415,8 @@ def grouped_query_attention(
     group = num_heads // num_kv_heads
     q = q.unflatten(-3, (num_kv_heads, group))  # (..., num_kv_heads, group, queries, d_k)
     k, v = k.unsqueeze(-3), v.unsqueeze(-3)  # (..., num_kv_heads, 1, keys, d)
+    if mask is not None and mask.dim() >= 3:  # a heads dimension: split it as q's is
+        mask = mask.unsqueeze(-3) if mask.shape[-3] == 1 else mask.unflatten(-3, (num_kv_heads, group))
     out = scaled_dot_product_attention(q, k, v, mask)  # (..., num_kv_heads, group, queries, d_v)
     return out.flatten(-4, -3)  # (..., num_heads, queries, d_v)
     # END SOLUTION
@@ -429,6 +432,7 @@ def multihead_self_attention(
     rope_cache: tuple[Tensor, Tensor] | None = None,
     token_positions: Int[Tensor, "..."] | None = None,
     kv_cache=None,
+    attention_mask: Bool[Tensor, "... keys"] | None = None,
 ) -> Float[Tensor, "... seq d_model"]:
     """Causal multi-head self-attention (Vaswani et al. 2017, section 3.2.2; CS336 section 3.5.5):
         q, k, v = x Wq^T, x Wk^T, x Wv^T, split into heads of d_k = d_q / num_heads;
@@ -438,6 +442,8 @@ def multihead_self_attention(
     fewer than num_heads). token_positions (..., seq) defaults to the positions after what
     kv_cache holds (0, 1, ... without a cache). kv_cache, if given, has
     `update(k, v) -> (all k, all v)` and `length`; the new keys and values are appended to it.
+    attention_mask (..., keys), keys = cached + seq, is True for real tokens and False for padding,
+    which no query attends to (Hugging Face's attention_mask: a batch of left-padded prompts).
     Runs in x's dtype (attention's softmax in float32 for half types)."""
     check_positive("num_heads", num_heads)
     for name, w in (("q_proj_weight", q_proj_weight), ("k_proj_weight", k_proj_weight),
@@ -463,6 +469,13 @@ def multihead_self_attention(
     check_shape("o_proj_weight", o_proj_weight, (d_model, d_q))
     if x.dim() < 2:
         raise ValueError(f"x must be (..., seq, d_model), got shape {tuple(x.shape)}")
+    if attention_mask is not None:
+        keys = x.shape[-2] + (kv_cache.length if kv_cache is not None else 0)
+        if attention_mask.dtype != torch.bool or tuple(attention_mask.shape) != (*x.shape[:-2], keys):
+            raise ValueError(
+                f"attention_mask must be a torch.bool tensor of shape (..., cached + seq) = "
+                f"{(*x.shape[:-2], keys)}, got {attention_mask.dtype} {tuple(attention_mask.shape)}"
+            )
     # BEGIN SOLUTION
     seq = x.shape[-2]
     q = linear(x, q_proj_weight).unflatten(-1, (num_heads, d_k)).transpose(-3, -2)  # (..., heads, seq, d_k)
@@ -478,6 +491,9 @@ def multihead_self_attention(
         k, v = kv_cache.update(k, v)  # (..., kv_heads, past + seq, d_k)
     # one new token attends to every cached key: no mask to build
     mask = causal_mask(seq, k.shape[-2], device=x.device) if seq > 1 else None  # (seq, past + seq)
+    if attention_mask is not None:
+        keep = attention_mask[..., None, None, :]  # (..., 1, 1, past + seq): every head, every query
+        mask = keep if mask is None else mask & keep
     out = grouped_query_attention(q, k, v, mask)  # (..., heads, seq, d_k)
     return linear(out.transpose(-3, -2).flatten(-2), o_proj_weight)  # (..., seq, d_model)
     # END SOLUTION

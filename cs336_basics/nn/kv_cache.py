@@ -32,6 +32,12 @@ class KVCache:
         self.length += n
         return self.k[..., : self.length, :], self.v[..., : self.length, :]
 
+    def keep_rows(self, rows: Tensor) -> None:
+        """Keep only batch rows `rows` (indices into the first dimension), in that order: a batch
+        drops the sequences that have finished."""
+        if self.k is not None:
+            self.k, self.v = self.k[rows], self.v[rows]
+
     def nbytes(self) -> int:
         """Bytes allocated for keys and values."""
         return sum(t.numel() * t.element_size() for t in (self.k, self.v) if t is not None)

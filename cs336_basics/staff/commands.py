@@ -33,6 +33,10 @@ def add_commands(commands) -> None:
 
     handout.add_command(commands)
 
+    from cs336_basics.corpus import make as corpus
+
+    corpus.add_command(commands)
+
     from cs336_basics.staff.grader import cli as grader_cli  # grade, grade-all, autograder
 
     grader_cli.add_commands(commands)

@@ -2,7 +2,7 @@
 Attribute names follow CS336 (q_proj, k_proj, v_proj, output_proj), so the state dict keys
 are q_proj.weight, ..., output_proj.weight."""
 
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
@@ -53,13 +53,15 @@ class MultiHeadSelfAttention(nn.Module):
         x: Float[Tensor, "... seq d_model"],
         token_positions: Int[Tensor, "..."] | None = None,
         kv_cache=None,
+        attention_mask: Bool[Tensor, "... keys"] | None = None,
     ) -> Float[Tensor, "... seq d_model"]:
-        """token_positions (..., seq) default to the positions after what kv_cache holds."""
+        """token_positions (..., seq) default to the positions after what kv_cache holds;
+        attention_mask (..., cached + seq) is False at padding (F.multihead_self_attention)."""
         # BEGIN SOLUTION
         rope_cache = self.rope.tables(F._compute_dtype(x)) if self.rope is not None else None
         return F.multihead_self_attention(
             x, self.q_proj.weight, self.k_proj.weight, self.v_proj.weight, self.output_proj.weight,
-            self.num_heads, rope_cache, token_positions, kv_cache,
+            self.num_heads, rope_cache, token_positions, kv_cache, attention_mask,
         )  # fmt: skip
         # END SOLUTION
 

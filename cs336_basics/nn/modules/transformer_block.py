@@ -3,7 +3,7 @@
     out = h + SwiGLU(RMSNorm_2(h))
 Attribute names follow CS336: ln1, attn, ln2, ffn."""
 
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
 from cs336_basics.nn.modules.attention import MultiHeadSelfAttention
@@ -45,8 +45,9 @@ class TransformerBlock(nn.Module):
         x: Float[Tensor, "... seq d_model"],
         token_positions: Int[Tensor, "..."] | None = None,
         kv_cache=None,
+        attention_mask: Bool[Tensor, "... keys"] | None = None,
     ) -> Float[Tensor, "... seq d_model"]:
         # BEGIN SOLUTION
-        h = x + self.attn(self.ln1(x), token_positions, kv_cache)
+        h = x + self.attn(self.ln1(x), token_positions, kv_cache, attention_mask)
         return h + self.ffn(self.ln2(h))
         # END SOLUTION

@@ -6,7 +6,7 @@ token_embeddings.weight, and the state dict has no lm_head.weight."""
 
 from dataclasses import dataclass
 
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
@@ -70,18 +70,30 @@ class TransformerLM(nn.Module):
         in_indices: Int[Tensor, "... seq"],
         token_positions: Int[Tensor, "..."] | None = None,
         kv_cache: list[KVCache] | None = None,
+        attention_mask: Bool[Tensor, "... keys"] | None = None,
     ) -> Float[Tensor, "... seq vocab_size"]:
         """Logits for every position. Sequences may be shorter than context_length; with
-        kv_cache, in_indices are the tokens after those the cache holds."""
+        kv_cache, in_indices are the tokens after those the cache holds. A batch of left-padded
+        prompts passes attention_mask (..., cached + seq), False at padding, and token_positions
+        counting each sequence's own tokens (the padding may then make the cache longer than
+        context_length: the positions are what must fit)."""
         seq, past = in_indices.shape[-1], kv_cache[0].length if kv_cache else 0
-        if past + seq > self.config.context_length:
+        if (
+            token_positions is not None
+            and token_positions.numel()
+            and int(token_positions.max()) >= self.config.context_length
+        ):
+            raise ValueError(
+                f"token_positions reach {int(token_positions.max())}; context_length={self.config.context_length}"
+            )
+        if token_positions is None and past + seq > self.config.context_length:
             raise ValueError(
                 f"in_indices has {seq} tokens after {past} cached ones; context_length={self.config.context_length}"
             )
         # BEGIN SOLUTION
         x = self.token_embeddings(in_indices)  # (..., seq, d_model)
         for i, layer in enumerate(self.layers):
-            x = layer(x, token_positions, kv_cache[i] if kv_cache else None)
+            x = layer(x, token_positions, kv_cache[i] if kv_cache else None, attention_mask)
         x = self.ln_final(x)
         head = self.token_embeddings.weight if self.lm_head is None else self.lm_head.weight
         return F.linear(x, head)  # (..., seq, vocab_size)

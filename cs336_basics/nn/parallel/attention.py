@@ -5,7 +5,7 @@ the kv heads its query heads use under GQA), attention runs on the local heads w
 communication, and output_proj is row-parallel: one all-reduce per forward.
 State dict keys equal MultiHeadSelfAttention's (q_proj.weight, ..., output_proj.weight)."""
 
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
@@ -51,7 +51,8 @@ class ParallelAttention(nn.Module):
     output_is_sharded = False
 
     def forward(self, x: Float[Tensor, "... seq d_model"], token_positions: Int[Tensor, "..."] | None = None,
-                kv_cache=None) -> Float[Tensor, "... seq d_model"]:  # fmt: skip
+                kv_cache=None, attention_mask: Bool[Tensor, "... keys"] | None = None,
+                ) -> Float[Tensor, "... seq d_model"]:  # fmt: skip
         """A kv_cache, if given, holds this rank's local kv heads only."""
         # BEGIN SOLUTION
         x = copy_to_parallel_region(x, self.group)  # f, once for q, k and v
@@ -66,6 +67,7 @@ class ParallelAttention(nn.Module):
             rope_cache,
             token_positions,
             kv_cache,
+            attention_mask,
         )  # (..., seq, d_model): this rank's heads' share of the output projection; fmt: skip
         return reduce_from_parallel_region(partial, self.group)  # g
         # END SOLUTION

@@ -179,7 +179,7 @@ def _causal(x):
     diagnosis="self-attention without the causal mask (every position sees later tokens)",
 )
 def mha_no_causal_mask(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
-                       token_positions=None, kv_cache=None):  # fmt: skip
+                       token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
     q, k = _rotate(x, rope_cache, token_positions, q, k)
     return _merge(F.grouped_query_attention(q, k, v, None), o_proj_weight)
@@ -196,7 +196,7 @@ def _split_heads_strided(t, d_k):
     diagnosis="self-attention splitting d_model into (d_k, num_heads) instead of (num_heads, d_k)",
 )
 def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
-                          token_positions=None, kv_cache=None):  # fmt: skip
+                          token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_strided)
     q, k = _rotate(x, rope_cache, token_positions, q, k)
     return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
@@ -210,7 +210,7 @@ def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj
     "h // (num_heads / num_kv_heads)",
 )
 def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
-                                  rope_cache=None, token_positions=None, kv_cache=None):  # fmt: skip
+                                  rope_cache=None, token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
     q, k = _rotate(x, rope_cache, token_positions, q, k)
     group = num_heads // k.shape[-3]
@@ -225,7 +225,7 @@ def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight
     diagnosis="self-attention rotating the values as well as the queries and keys",
 )
 def mha_rope_on_values(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
-                       token_positions=None, kv_cache=None):  # fmt: skip
+                       token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
     q, k, v = _rotate(x, rope_cache, token_positions, q, k, v)
     return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
@@ -243,7 +243,7 @@ def _split_heads_without_transpose(t, d_k):
     "(each head then mixes positions)",
 )
 def mha_heads_reshaped_without_transpose(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
-                                         rope_cache=None, token_positions=None, kv_cache=None):  # fmt: skip
+                                         rope_cache=None, token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_without_transpose)
     q, k = _rotate(x, rope_cache, token_positions, q, k)
     out = F.grouped_query_attention(q, k, v, _causal(x))
@@ -271,7 +271,7 @@ def causal_mask_strict(num_queries, num_keys, device=None):
     "forward",
     diagnosis="the decoder layer normalising after each residual sum (post-norm)",
 )
-def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None):
+def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None, attention_mask=None):
     h = block.ln1(x + block.attn(x, token_positions, kv_cache))  # Vaswani et al. 2017
     return block.ln2(h + block.ffn(h))
 
@@ -282,7 +282,7 @@ def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None):
     "forward",
     diagnosis="the decoder layer without the attention residual (h = attention(ln1(x)), not x + attention(ln1(x)))",
 )
-def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache=None):
+def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache=None, attention_mask=None):
     h = block.attn(block.ln1(x), token_positions, kv_cache)
     return h + block.ffn(block.ln2(h))
 
@@ -293,13 +293,13 @@ def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache
     "forward",
     diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention",
 )
-def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None):
+def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
     h = x + block.attn(block.ln1(x), token_positions, kv_cache)
     return h + block.ffn(block.ln2(x))  # a parallel block by accident
 
 
 @mistake("block-norms_swapped", TransformerBlock, "forward", diagnosis="the decoder layer with ln1 and ln2 swapped")
-def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None):
+def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None, attention_mask=None):
     h = x + block.attn(block.ln2(x), token_positions, kv_cache)
     return h + block.ffn(block.ln1(h))
 
@@ -311,7 +311,7 @@ def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None):
     diagnosis="the decoder layer's second residual adding the layer's input x instead of h = x + attention "
     "(x + FFN(Norm(h)))",
 )
-def decoder_block_second_residual_adds_input(block, x, token_positions=None, kv_cache=None):
+def decoder_block_second_residual_adds_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
     h = x + block.attn(block.ln1(x), token_positions, kv_cache)
     return x + block.ffn(block.ln2(h))
 

@@ -1,0 +1,258 @@
+"""The training loop (CS336 section 5.3), given code that calls the components you write:
+get_batch (data.py), TransformerLM, cross_entropy (nn/functional.py), AdamW, the cosine
+schedule and gradient clipping (optim/), save_checkpoint and load_checkpoint (serialization.py),
+train_bpe and Tokenizer (tokenizer/, through tokens.py).
+
+Each step draws its batch with a generator seeded from (seed, step), so a run resumed from a
+checkpoint (model, AdamW state, step) continues bit for bit as if it had not stopped.
+Under torchrun every rank draws the same global batch of batch_size windows and takes its own
+batch_size / world_size rows; PyTorch's DistributedDataParallel averages the gradients
+(Li et al. 2020, "PyTorch Distributed"), so the update is that of the global batch. Only rank 0
+writes (the run directory, checkpoints, metrics, the plot) and shows the progress bar."""
+
+import contextlib
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from cs336_basics.data import get_batch
+from cs336_basics.nn.functional import cross_entropy
+from cs336_basics.nn.modules import TransformerLM
+from cs336_basics.optim import AdamW, get_lr_cosine_schedule, gradient_clipping
+from cs336_basics.serialization import load_checkpoint, read_checkpoint, save_checkpoint
+from cs336_basics.train import metrics as M
+from cs336_basics.train import tokens as T
+from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml, write_text_atomic
+
+CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"
+
+
+def resolve_device(name: str) -> torch.device:
+    """auto: cuda if present, else mps, else cpu; under torchrun on CUDA, this rank's GPU."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    device = torch.device(name)
+    if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    from cs336_basics.data import checked_device
+
+    try:
+        return checked_device(device, "device")
+    except RuntimeError as e:
+        raise ValueError(str(e)) from None
+
+
+def autocast_dtype(config: TrainConfig, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype: bfloat16 where asked, or by default on CUDA devices that support it."""
+    if config.dtype == "bfloat16":
+        return torch.bfloat16
+    if config.dtype == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return None
+
+
+def resolve_config(config_file: str | None, overrides: dict, resume: bool) -> TrainConfig:
+    """The run's configuration. Resuming starts from the run's config.toml, then the file and the
+    overrides; changing what the checkpoint depends on (ARCHITECTURE) is refused, as is starting a
+    new run in a directory that holds one."""
+    config = load_config(config_file, overrides, check=not resume)  # on resume, checked once over the saved one
+    run_dir = Path(config.out_dir)
+    if not resume:
+        if (run_dir / CHECKPOINT).exists():
+            raise ValueError(
+                f"{config.out_dir!r} already holds a run: pass --resume to continue it, or another --out_dir"
+            )
+        return config
+    saved_file = run_dir / CONFIG
+    if not (run_dir / CHECKPOINT).is_file() or not saved_file.is_file():
+        raise FileNotFoundError(f"--resume: no run to resume in {config.out_dir!r} (no {CHECKPOINT} and {CONFIG})")
+    saved = load_config(saved_file)
+    config = load_config(config_file, overrides, base=saved)
+    changed = [f"{k}={getattr(saved, k)!r} -> {getattr(config, k)!r}" for k in ARCHITECTURE
+               if getattr(saved, k) != getattr(config, k)]  # fmt: skip
+    if changed:
+        raise ValueError(
+            f"--resume: the checkpoint in {config.out_dir!r} is from another configuration ({', '.join(changed)})"
+        )
+    return config
+
+
+def _distributed() -> tuple[int, int]:
+    """(rank, world size): torchrun's, else (0, 1)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    return 0, 1
+
+
+def _batch(tokens, config: TrainConfig, seed: int, rank: int, world: int, device):
+    """This rank's rows of the global batch that `seed` draws."""
+    x, y = get_batch(tokens, config.batch_size, config.context_length, "cpu", torch.Generator().manual_seed(seed))
+    rows = slice(rank * config.batch_size // world, (rank + 1) * config.batch_size // world)
+    return x[rows].to(device), y[rows].to(device)
+
+
+@torch.no_grad()
+def evaluate(model, tokens, config: TrainConfig, device, autocast) -> float:
+    """The mean loss over eval_batches fixed batches of the validation split (the same every time)."""
+    model.eval()
+    losses = []
+    for i in range(config.eval_batches):
+        x, y = _batch(tokens, config, config.seed * 7919 + 1_000_000_007 + i, 0, 1, device)
+        with autocast():
+            logits = model(x)
+        losses.append(float(cross_entropy(logits.float(), y)))
+    model.train()
+    return sum(losses) / len(losses)
+
+
+def train(config: TrainConfig, resume: bool = False) -> dict:
+    """Train as `config` says (resuming from out_dir's checkpoint if asked); the last record."""
+    rank, world = _distributed()
+    if config.batch_size % world:
+        raise ValueError(f"batch_size={config.batch_size} must be a multiple of the number of processes ({world})")
+    device = resolve_device(config.device)
+    threads = torch.get_num_threads()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    run_dir = Path(config.out_dir)
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    try:
+        return _train(config, resume, rank, world, device, run_dir)
+    finally:
+        torch.set_num_threads(threads)  # a caller in the same process (a test) gets its threads back
+        if world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _prepare(config: TrainConfig, resume: bool, run_dir: Path) -> None:
+    """Rank 0: everything checked first (the corpus, the checkpoint), then the run directory written."""
+    splits = T.read_corpus(config)
+    if resume:
+        read_checkpoint(run_dir / CHECKPOINT)  # a corrupt file fails here, before anything is written
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer = T.make_tokenizer(config, run_dir, splits["train"])
+    T.encode_splits(tokenizer, run_dir, splits)
+    for split in splits:
+        T.load_split(run_dir, split, config.context_length)
+
+
+def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run_dir: Path) -> dict:
+    if rank == 0:
+        _prepare(config, resume, run_dir)
+    if world > 1:
+        dist.barrier()
+    train_tokens = T.load_split(run_dir, "train", config.context_length)
+    valid_tokens = T.load_split(run_dir, "valid", config.context_length)
+
+    torch.manual_seed(config.seed)
+    model = TransformerLM(config.model_config(), device=device)
+    optimizer = AdamW(model.parameters(), lr=config.max_lr, betas=(config.beta1, config.beta2), eps=config.eps,
+                      weight_decay=config.weight_decay)  # fmt: skip
+    start, offset = 0, {"time_s": 0.0, "cpu_s": 0.0}
+    if resume:
+        try:
+            start = load_checkpoint(run_dir / CHECKPOINT, model, optimizer)
+        except RuntimeError as e:  # load_state_dict: missing keys or other shapes
+            reason = " ".join(str(e).split())[:300]
+            raise ValueError(f"--resume: {run_dir / CHECKPOINT} is from another configuration: {reason}") from None
+        done = [r for r in M.read_metrics(run_dir) if r["step"] <= start and "train_loss" in r]
+        offset = {k: done[-1][k] for k in offset} if done else offset
+    if rank == 0:
+        write_text_atomic(run_dir / CONFIG, config.to_toml())
+        M.truncate_metrics(run_dir, start)
+    net = model
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    dtype = autocast_dtype(config, device)
+
+    def autocast():
+        return torch.autocast(device.type, dtype=dtype) if dtype else contextlib.nullcontext()
+
+    bar = None
+    if rank == 0 and config.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=config.max_steps, initial=start, unit="step", dynamic_ncols=True, smoothing=0.1)
+    tokens_per_step = config.batch_size * config.context_length
+    t0, c0, last = time.perf_counter(), time.process_time(), (start, time.perf_counter())
+    record: dict = {"step": start}
+    for step in range(start, config.max_steps):
+        lr = get_lr_cosine_schedule(step, config.max_lr, config.min_lr, config.warmup_steps, config.cycle_steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = _batch(train_tokens, config, config.seed * 1_000_003 + step, rank, world, device)
+        with autocast():
+            logits = net(x)
+        loss = cross_entropy(logits.float(), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = gradient_clipping(model.parameters(), config.max_grad_norm)
+        optimizer.step()
+
+        done = step + 1
+        last_step = done == config.max_steps
+        if done % config.log_interval == 0 or last_step:
+            value = loss.detach().float()
+            if world > 1:
+                dist.all_reduce(value)
+                value /= world
+            now = time.perf_counter()
+            speed = (done - last[0]) * tokens_per_step / max(now - last[1], 1e-9)
+            last = (done, now)
+            record = {"step": done, "train_loss": float(value), "lr": lr, "grad_norm": float(grad_norm),
+                      "tokens": done * tokens_per_step, "tokens_per_s": round(speed, 1),
+                      "time_s": round(offset["time_s"] + now - t0, 3),
+                      "cpu_s": round(offset["cpu_s"] + time.process_time() - c0, 3)}  # fmt: skip
+            if not math.isfinite(record["train_loss"]):
+                raise FloatingPointError(f"the training loss is {record['train_loss']} at step {done}: lower max_lr?")
+            if rank == 0:
+                M.append_metrics(run_dir, record)
+            if bar is not None:
+                bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{speed:.0f}", refresh=False)
+        if rank == 0 and (done % config.eval_interval == 0 or last_step):
+            valid = evaluate(model, valid_tokens, config, device, autocast)
+            record = {**record, "valid_loss": valid}
+            M.append_metrics(run_dir, {"step": done, "valid_loss": valid,
+                                       "time_s": round(offset["time_s"] + time.perf_counter() - t0, 3)})  # fmt: skip
+            M.plot_losses(run_dir, f"{run_dir.name}: {sum(p.numel() for p in model.parameters()):,} parameters")
+            line = f"step {done}: validation loss {valid:.4f}, {record.get('time_s', 0) / 60:.1f} min, {record.get('cpu_s', 0) / 60:.1f} CPU min"
+            bar.write(line) if bar is not None else print(line, file=sys.stderr, flush=True)
+        if rank == 0 and (done % config.checkpoint_interval == 0 or last_step):
+            save_checkpoint(model, optimizer, done, run_dir / CHECKPOINT)
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return record
+
+
+def load_trained(run_dir: str | os.PathLike, device: str = "cpu"):
+    """(model, tokenizer) of a run directory `cs336 train` wrote: config.toml, the tokenizer files
+    and checkpoint.pt (cs336 generate --checkpoint DIR)."""
+    from cs336_basics.tokenizer.tokenizer import Tokenizer
+    from cs336_basics.train.config import EOT, apply
+
+    run_dir = Path(run_dir)
+    for name in (CONFIG, T.VOCAB, T.MERGES, CHECKPOINT):
+        if not (run_dir / name).is_file():
+            raise FileNotFoundError(
+                f"--checkpoint {os.fspath(run_dir)!r}: no {name} there (a cs336 train run directory)"
+            )
+    config = apply(TrainConfig(), read_toml(run_dir / CONFIG), os.fspath(run_dir / CONFIG))
+    state = read_checkpoint(run_dir / CHECKPOINT)
+    model = TransformerLM(config.model_config(), device=device)
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as e:
+        reason = " ".join(str(e).split())[:300]
+        raise ValueError(f"{run_dir / CHECKPOINT} does not match {run_dir / CONFIG}: {reason}") from None
+    model.eval()
+    return model, Tokenizer.from_files(run_dir / T.VOCAB, run_dir / T.MERGES, [EOT])

@@ -1,0 +1,41 @@
+"""Your components train a model: `cs336 train`'s loop (cs336_basics/train/loop.py, given) runs
+your train_bpe, Tokenizer, get_batch, TransformerLM, cross_entropy, AdamW, cosine schedule,
+gradient clipping and save_checkpoint for 300 steps on seeded template stories
+(cs336_basics/train/toy_stories.py), and the validation loss must fall below LOSS_BELOW.
+About 15 CPU seconds; it skips, naming the missing function, until every component is written."""
+
+import numpy as np
+import pytest
+
+from cs336_basics.train.config import TrainConfig
+from cs336_basics.train.loop import train
+from cs336_basics.train.toy_stories import toy_stories
+
+# Measured by the course staff with the reference: it reaches a validation loss of 0.26-0.29
+# nats/token here (0.285, 0.259, 0.261 with seeds 0, 1, 2; seed 0 with ATEN_CPU_CAPABILITY=default:
+# 0.285), near the stories' own entropy (about 0.25: the draws of plot, names, place, thing and feeling). The best trigram model of the same tokens gets 0.59 and word frequencies alone 4.3, so a loss
+# below 0.5 needs attention to more than the two previous tokens.
+LOSS_BELOW = 0.5
+
+
+def short_run(out_dir, seed: int = 0, max_steps: int = 300) -> TrainConfig:
+    """The short run's configuration: a 2-layer, 64-wide model on 600 stories (~62k tokens)."""
+    corpus = out_dir / "stories.txt"
+    corpus.write_text(toy_stories(np.random.default_rng(seed), 600))
+    return TrainConfig(out_dir=str(out_dir / "run"), corpus=str(corpus), vocab_size=320, context_length=64,
+                       d_model=64, num_layers=2, num_heads=2, d_ff=192, batch_size=16, max_steps=max_steps,
+                       warmup_steps=20, max_lr=1e-2, min_lr=1e-3, eval_interval=max_steps, eval_batches=8,
+                       log_interval=10, checkpoint_interval=max_steps, threads=1, progress=False, seed=seed,
+                       device="cpu")  # fmt: skip
+
+
+def test_train_short_run_loss_falls_below_the_measured_threshold(tmp_path):
+    try:
+        record = train(short_run(tmp_path))
+    except NotImplementedError as e:
+        pytest.skip(f"training needs every component; not implemented yet: {e}")
+    losses = [r for r in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert record["valid_loss"] < LOSS_BELOW, (
+        f"after 300 steps the validation loss is {record['valid_loss']:.3f}, not below {LOSS_BELOW} "
+        f"(the reference: 0.26-0.29); the metrics, one JSON line per record:\n" + "\n".join(losses)
+    )
