@@ -30,8 +30,13 @@ class Fingerprint:
     """What a known wrong implementation outputs at a few flat indices of this case's output."""
 
     diagnosis: str  # completes "your output equals what ... gives"
-    index: torch.Tensor  # int64, flat indices into the output
-    value: torch.Tensor  # float64, the wrong implementation's output there
+    index: torch.Tensor  # int64, flat indices into the output; empty: `value` is the wrong output's shape
+    value: torch.Tensor  # float64, the wrong implementation's output there (or its shape)
+
+    @property
+    def shape(self) -> tuple[int, ...] | None:
+        """The shape of the wrong output when it is not the expected one (no values compared)."""
+        return tuple(int(n) for n in self.value.tolist()) if self.index.numel() == 0 else None
 
 
 @dataclass

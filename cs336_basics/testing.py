@@ -109,16 +109,31 @@ def _compare_ids(actual: Tensor, expected: Tensor, reveal_values: bool) -> Compa
     return Comparison(False, message, float("nan"), float("inf"))
 
 
+# The diagnosis of an output in another dtype than the inputs' (named by the dtype alone: its values may be right)
+WRONG_DTYPE = (
+    "code that returns its float32 computation without casting back to the input's dtype (or a module "
+    "that ignored its `dtype` argument)"
+)
+
+
 def likely_mistakes(actual: Tensor, fixture) -> list[str]:
     """The diagnoses of the known wrong implementations whose fingerprint `actual` reproduces:
     at every probed index, within the case's tolerance of the wrong output (on the scale of the
-    expected output), where the right answer is further away than that."""
-    if not isinstance(actual, Tensor) or tuple(actual.shape) != tuple(fixture.expected.shape):
+    expected output), where the right answer is further away than that; for an output of the
+    wrong shape, the mistakes whose output has that shape."""
+    if not isinstance(actual, Tensor):
         return []
+    out_dtype = fixture.out_dtype
+    if out_dtype is not None and out_dtype.is_floating_point and actual.dtype != out_dtype:
+        return [WRONG_DTYPE]
+    if tuple(actual.shape) != tuple(fixture.expected.shape):
+        return [fp.diagnosis for fp in fixture.mistakes.values() if fp.shape == tuple(actual.shape)]
     a, e = actual.detach().double().cpu().reshape(-1), fixture.expected.reshape(-1)
     scale = _scale(e)
     found = []
     for fp in fixture.mistakes.values():
+        if fp.shape is not None:
+            continue
         ours = a[fp.index]
         off = _scaled(ours - fp.value, e[fp.index], scale)  # the distance scaled_error measures, to the wrong output
         if bool(((off <= fixture.tol) | _same_special(ours, fp.value)).all()):

@@ -23,6 +23,7 @@ from torch import Tensor
 
 import cs336_basics.data as data
 import cs336_basics.generate as generation
+import cs336_basics.sampling as sampling
 import cs336_basics.serialization as serialization
 import cs336_basics.tokenizer.tensors as bpe_tensors
 import cs336_basics.tokenizer.tokenizer as bpe_tokenizer
@@ -64,6 +65,18 @@ def run_linear(
     in_features: Float[Tensor, " ... d_in"],
 ) -> Float[Tensor, " ... d_out"]:
     return _loaded(Linear(d_in, d_out, **_like(weights)), {"weight": weights})(in_features)
+
+
+def run_linear_with_bias(
+    d_in: int,
+    d_out: int,
+    weights: Float[Tensor, " d_out d_in"],
+    biases: Float[Tensor, " d_out"],
+    in_features: Float[Tensor, " ... d_in"],
+) -> Float[Tensor, " ... d_out"]:
+    """Beyond CS336 (whose Linear has no bias): Linear(..., bias=True) with `biases` loaded."""
+    linear = Linear(d_in, d_out, **_like(weights), bias=True)
+    return _loaded(linear, {"weight": weights, "bias": biases})(in_features)
 
 
 def run_embedding(
@@ -217,10 +230,40 @@ def run_generate(
     weights: dict[str, Tensor],
     prompt_ids: Int[Tensor, " prompt_length"],
     max_new_tokens: int,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    eos_token_id: int | None = None,
+    seed: int = 0,
 ) -> Int[Tensor, " new_tokens"]:
-    """Beyond CS336: the token ids greedy decoding (temperature 0) appends to prompt_ids."""
+    """Beyond CS336: the token ids generation appends to prompt_ids: greedy (temperature 0) or
+    sampled with a generator seeded with `seed`, stopping after eos_token_id if given."""
     model = _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)
-    return torch.tensor(list(generation.generate(model, prompt_ids.tolist(), max_new_tokens)), dtype=torch.long)
+    eos = () if eos_token_id is None else (eos_token_id,)
+    tokens = generation.generate(model, prompt_ids.tolist(), max_new_tokens, temperature, top_p, eos, _seeded(seed))
+    return torch.tensor(list(tokens), dtype=torch.long)
+
+
+def _seeded(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def run_top_p_filter(probs: Float[Tensor, " ... vocab"], top_p: float) -> Float[Tensor, " ... vocab"]:
+    """Beyond CS336: the nucleus of each row of probs, renormalised."""
+    return sampling.top_p_filter(probs, top_p)
+
+
+def run_next_token_distribution(
+    logits: Float[Tensor, " ... vocab"], temperature: float, top_p: float
+) -> Float[Tensor, " ... vocab"]:
+    """Beyond CS336: the probabilities a token is drawn from at this temperature and top_p."""
+    return sampling.next_token_distribution(logits, temperature, top_p)
+
+
+def run_sample_next_token(
+    logits: Float[Tensor, " ... vocab"], temperature: float, top_p: float, seed: int
+) -> Int[Tensor, " ..."]:
+    """Beyond CS336: one token id per row of logits, drawn with a generator seeded with `seed`."""
+    return sampling.sample_next_token(logits, temperature, top_p, _seeded(seed))
 
 
 def run_cross_entropy(

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -79,6 +81,38 @@ def pytest_runtest_call(item):
         return (yield)
     with assert_no_builtins(component, dispatch=False):
         return (yield)
+
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "cs336_basics"
+
+
+def _your_frame(excinfo) -> str | None:
+    """Where the package (your code) called the library that raised: "path:line, in function"
+    and the line, when the innermost frame is not the package's; None otherwise."""
+    entries = list(excinfo.traceback)
+    ours = [e for e in entries if PACKAGE_DIR in Path(str(e.path)).resolve().parents]
+    if not ours or ours[-1] is entries[-1]:
+        return None  # raised by the package itself (an argument check's message), or not through it
+    e = ours[-1]
+    where = f"{Path(str(e.path)).resolve().relative_to(PACKAGE_DIR.parent)}:{e.lineno + 1}, in {e.name}"
+    return f"{where}\n    {str(e.statement).strip()}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """An exception raised inside PyTorch (or another library) by your code: the report starts
+    with your own frame, the line that called it, before the library's traceback."""
+    report = yield
+    if call.when == "call" and report.failed and call.excinfo is not None:
+        if not call.excinfo.errisinstance((AssertionError, pytest.fail.Exception)):
+            frame = _your_frame(call.excinfo)
+            if frame is not None:
+                error = f"{call.excinfo.typename}: {call.excinfo.value}".strip()
+                report.longrepr = (
+                    f"{error}\n  raised from your code at {frame}\n"
+                    f"(the full traceback follows; the frames after yours are the library's)\n\n{report.longrepr}"
+                )
+    return report
 
 
 def pytest_configure(config):

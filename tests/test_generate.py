@@ -9,7 +9,7 @@ from cs336_basics.generate import generate, generate_batch
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
 from cs336_basics.sampling import sample_next_token, top_p_filter
 
-from .adapters import run_generate
+from . import adapters
 
 CTX = 24
 
@@ -17,7 +17,7 @@ CTX = 24
 @pytest.mark.parametrize("case", fixture_names("generate"))
 def test_generate_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_generate(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.fixture(scope="module")

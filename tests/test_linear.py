@@ -7,14 +7,14 @@ from cs336_basics.nn import Linear
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
+from . import adapters
 from ._helpers import F64, assert_close, rand
-from .adapters import run_linear
 
 
 @pytest.mark.parametrize("case", fixture_names("linear"))
 def test_linear_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_linear(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3), (2, 3, 4)], ids=["1d", "2d", "3d", "4d"])

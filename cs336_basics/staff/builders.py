@@ -55,6 +55,16 @@ def linear_case(batch: tuple[int, ...], d_in: int, d_out: int, x_std: float = 1.
     )
 
 
+def linear_bias_case(batch: tuple[int, ...], d_in: int, d_out: int) -> Make:
+    return lambda rng: dict(
+        d_in=d_in,
+        d_out=d_out,
+        weights=linear_weight(rng, d_out, d_in),
+        biases=randn(rng, d_out, std=0.5),
+        in_features=randn(rng, *batch, d_in),
+    )
+
+
 def embedding_case(batch: tuple[int, ...], vocab_size: int, d_model: int) -> Make:
     def make(rng):
         ids = randint(rng, 0, vocab_size, batch)
@@ -130,7 +140,14 @@ def positionwise_case(batch: tuple[int, ...], d_model: int, d_ff: int, activatio
 
 
 def ffn_block_case(
-    batch: tuple[int, ...], d_model: int, d_ff: int, norm: str, ffn: str, activation: str, bias: bool = False
+    batch: tuple[int, ...],
+    d_model: int,
+    d_ff: int,
+    norm: str,
+    ffn: str,
+    activation: str,
+    bias: bool = False,
+    eps: float = 1e-5,
 ) -> Make:
     def make(rng):
         w = {"ffn_norm.weight": randn(rng, d_model, std=0.5, mean=1.0)}
@@ -151,7 +168,7 @@ def ffn_block_case(
             norm=norm,
             ffn=ffn,
             activation=activation,
-            eps=1e-5,
+            eps=eps,
             bias=bias,
         )
 
@@ -187,7 +204,8 @@ def attention_case(
 def _positions(rng: Rng, batch: tuple[int, ...], seq: int, max_seq_len: int, kind: str) -> Tensor | None:
     """ "arange": 0..seq-1; "none": not given (the module's default, arange); "random": distinct
     sorted positions anywhere below max_seq_len, drawn per batch entry (not arange: a left-padded
-    or packed sequence); "end": the last seq positions before max_seq_len."""
+    or packed sequence); "shuffled": the same, in a random order (nothing says positions
+    increase along the sequence); "end": the last seq positions before max_seq_len."""
     if kind == "none":
         return None
     if kind == "arange":
@@ -195,6 +213,8 @@ def _positions(rng: Rng, batch: tuple[int, ...], seq: int, max_seq_len: int, kin
     if kind == "end":
         return torch.arange(max_seq_len - seq, max_seq_len)
     rows = [np.sort(rng.choice(max_seq_len, size=seq, replace=False)) for _ in range(int(np.prod(batch)))]
+    if kind == "shuffled":
+        rows = [rng.permutation(row) for row in rows]
     return torch.from_numpy(np.stack(rows).reshape(*batch, seq).astype(np.int64))
 
 
@@ -354,17 +374,42 @@ def generate_case(
     rope_theta: float = 10000.0,
     num_kv_heads: int | None = None,
     tie: bool = False,
+    temperature: float | None = None,
+    top_p: float | None = None,
 ) -> Make:
-    """Greedy generation from small random weights: the token ids are the output."""
+    """Generation from small random weights: the token ids are the output. Greedy unless a
+    temperature is given, then sampled with a drawn seed (and top_p, if given)."""
 
     def make(rng):
         w = _lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
-        return dict(
+        kw = dict(
             **_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
             weights=w,
             prompt_ids=randint(rng, 0, vocab_size, (prompt_len,)),
             max_new_tokens=max_new_tokens,
         )
+        if temperature is not None:
+            kw.update(temperature=temperature, seed=int(rng.integers(2**31)))
+        if top_p is not None:
+            kw.update(top_p=top_p)
+        return kw
+
+    return make
+
+
+def sampling_case(batch: tuple[int, ...], vocab_size: int, std: float, what: str, **scalars) -> Make:
+    """Logits ~ N(0, std^2) over vocab_size tokens, for what = "filter" (their softmax, as probs,
+    for run_top_p_filter), "distribution" (run_next_token_distribution) or "draw"
+    (run_sample_next_token, with a drawn seed). scalars: temperature, top_p."""
+
+    def make(rng):
+        logits = torch.from_numpy(rng.standard_normal((*batch, vocab_size)) * std)  # float64
+        if what == "filter":
+            return dict(probs=torch.softmax(logits, dim=-1).float(), **scalars)
+        kw = dict(logits=logits.float(), **scalars)
+        if what == "draw":
+            kw["seed"] = int(rng.integers(2**31))
+        return kw
 
     return make
 

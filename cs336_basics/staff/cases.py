@@ -37,6 +37,7 @@ from cs336_basics.staff.builders import (
     get_batch_case,
     gradient_clipping_case,
     layernorm_case,
+    linear_bias_case,
     linear_case,
     lm_case,
     lr_schedule_case,
@@ -48,9 +49,11 @@ from cs336_basics.staff.builders import (
     positionwise_case,
     rmsnorm_case,
     rope_case,
+    sampling_case,
     softmax_case,
     swiglu_case,
 )
+from cs336_basics.staff.reference import expected_output
 from cs336_basics.testing import tolerance
 
 F32, BF16, F16, F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
@@ -114,6 +117,11 @@ def _constant_row(kw: dict) -> None:
 
 def _fully_masked_row(kw: dict) -> None:
     kw["in_features"][2] = float("-inf")
+
+
+def _eos_is_the_third_token(kw: dict) -> None:
+    # the id generation chooses third: it must stop right after it (and yield it)
+    kw["eos_token_id"] = int(expected_output("run_generate", kw)[2])
 
 
 def _uniform_and_one_hot_rows(kw: dict) -> None:
@@ -522,6 +530,388 @@ PUBLIC_CASES = [
     ),
 ]
 
+# Variety (tests/staff/test_public_case_variety.py): across a component's public cases every
+# argument of its adapters takes two values: dims, eps, activation, theta, world size, the
+# number of leading dimensions (1-D, 2-D, 4-D as well as CS336's 3-D) and the dtype (float32,
+# bfloat16 and float64), so code that hard-codes one of them fails a public test.
+PUBLIC_CASES += [
+    Case("linear_2d_bf16", "linear", "run_linear", 100, linear_case((7,), 32, 48), floor=0.0025, dtype=BF16),
+    Case("linear_f64", "linear", "run_linear", 101, linear_case((3,), 16, 24, x_std=2.0), floor=0.0, dtype=F64),
+    # Linear(bias=True) (beyond CS336; the position-wise FFN's layers)
+    Case("linear_with_bias", "linear", "run_linear_with_bias", 148, linear_bias_case(B, 32, 40), floor=3.2e-7),
+    Case(
+        "linear_with_bias_4d_f64",
+        "linear",
+        "run_linear_with_bias",
+        149,
+        linear_bias_case((2, 3, 4), 12, 20),
+        floor=1.1e-16,
+        dtype=F64,
+    ),
+    Case(
+        "embedding_unbatched_ids_bf16",
+        "embedding",
+        "run_embedding",
+        102,
+        embedding_case((9,), 50, 24),
+        floor=EXACT,
+        dtype=BF16,
+    ),
+    Case(
+        "embedding_3d_ids_f64",
+        "embedding",
+        "run_embedding",
+        103,
+        embedding_case((2, 2, 3), 20, 8),
+        floor=EXACT,
+        dtype=F64,
+    ),
+    Case("silu_4d_f64", "silu", "run_silu", 150, pointwise_case((2, 3, 4, 5), std=3.0), floor=1.2e-16, dtype=F64),
+    Case(
+        "gelu_tanh_2d_bf16",
+        "gelu",
+        "run_gelu",
+        104,
+        pointwise_case((6, 40), std=3.0, approximate="tanh"),
+        floor=0.0016,
+        dtype=BF16,
+    ),
+    Case(
+        "gelu_4d_f64",
+        "gelu",
+        "run_gelu",
+        105,
+        pointwise_case((2, 3, 4, 5), std=3.0, approximate="none"),
+        floor=1.4e-16,
+        dtype=F64,
+    ),
+    Case(
+        "softmax_2d_bf16",
+        "softmax",
+        "run_softmax",
+        106,
+        softmax_case((6, 20), dim=-1, std=3.0),
+        floor=0.0019,
+        dtype=BF16,
+    ),
+    Case(
+        "softmax_4d_f64",
+        "softmax",
+        "run_softmax",
+        107,
+        softmax_case((2, 3, 4, 5), dim=2, std=2.0),
+        floor=8.4e-17,
+        dtype=F64,
+    ),
+    # a fixed reduction axis (dim=2) fails both; activations of ~0.05 make eps = 1e-3 matter
+    Case("rmsnorm_rows_f64", "rmsnorm", "run_rmsnorm", 108, rmsnorm_case((7,), 24, eps=1e-6), floor=0.0, dtype=F64),
+    Case(
+        "rmsnorm_4d_eps", "rmsnorm", "run_rmsnorm", 109, rmsnorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05), floor=9e-08
+    ),
+    # eps comparable with the variance: a hard-coded 1e-5 fails
+    Case(
+        "layernorm_2d_f64_eps",
+        "layernorm",
+        "run_layernorm",
+        110,
+        layernorm_case((7,), 24, eps=0.1, x_std=0.5, x_mean=1.0),
+        floor=4.9e-16,
+        dtype=F64,
+    ),
+    Case(
+        "layernorm_4d_small_eps",
+        "layernorm",
+        "run_layernorm",
+        111,
+        layernorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05, x_mean=-0.2),
+        floor=5.1e-7,
+    ),
+    Case("swiglu_2d_f64", "swiglu", "run_swiglu", 112, swiglu_case((6,), 24, 72), floor=4.2e-16, dtype=F64),
+    Case(
+        "positionwise_ffn_relu_2d_f64",
+        "positionwise_ffn",
+        "run_positionwise_feedforward",
+        113,
+        positionwise_case((6,), 24, 40, activation="relu"),
+        floor=3.6e-16,
+        dtype=F64,
+    ),
+    Case(
+        "positionwise_ffn_tanh_4d_bf16",
+        "positionwise_ffn",
+        "run_positionwise_feedforward",
+        114,
+        positionwise_case((2, 3, 4), 16, 48, activation="gelu_tanh"),
+        floor=0.0079,
+        dtype=BF16,
+    ),
+    Case(
+        "ffn_block_original_2d_f64_eps",
+        "ffn_block",
+        "run_ffn_block",
+        115,
+        ffn_block_case((6,), 24, 64, "layernorm", "positionwise", "relu", bias=True, eps=0.5),
+        floor=4e-16,
+        dtype=F64,
+    ),
+    Case(
+        "ffn_block_llama_4d_bf16",
+        "ffn_block",
+        "run_ffn_block",
+        116,
+        ffn_block_case((2, 2, 3), 32, 96, "rmsnorm", "swiglu", "silu", eps=1e-6),
+        floor=0.0023,
+        dtype=BF16,
+    ),
+    Case(
+        "attention_4d_f64",
+        "attention",
+        "run_scaled_dot_product_attention",
+        117,
+        attention_case((2, 2), 5, 6, 8, 8, mask="random"),
+        floor=2e-16,
+        dtype=F64,
+    ),
+    Case(
+        "attention_2d_bf16",
+        "attention",
+        "run_scaled_dot_product_attention",
+        118,
+        attention_case((), 6, 9, 16, 16, mask="fully_masked_row"),
+        floor=0.0036,
+        dtype=BF16,
+    ),
+    # positions out of order (nothing says they increase), Llama 3's theta
+    Case(
+        "rope_shuffled_positions_f64",
+        "rope",
+        "run_rope",
+        119,
+        rope_case((3,), 8, 16, 500000.0, 64, positions="shuffled"),
+        floor=1.5e-16,
+        dtype=F64,
+    ),
+    Case("rope_unbatched_bf16", "rope", "run_rope", 120, rope_case((), 10, 32, 1000.0, 32), floor=0.0025, dtype=BF16),
+    Case("mha_4d_f64", "mha", "run_multihead_self_attention", 121, mha_case((2, 2), 5, 48, 3), floor=9e-16, dtype=F64),
+    Case(
+        "mha_rotary_shuffled_bf16",
+        "mha",
+        "run_multihead_self_attention_with_rope",
+        122,
+        mha_case((), 8, 32, 2, num_kv_heads=1, theta=500000.0, max_seq_len=32, positions="shuffled"),
+        floor=0.0085,
+        dtype=BF16,
+    ),
+    Case(
+        "block_f64",
+        "block",
+        "run_transformer_block",
+        123,
+        block_case(2, 5, 48, 3, 96, 16, 500000.0),
+        floor=3.2e-16,
+        dtype=F64,
+    ),
+    Case(
+        "block_mqa_short_bf16",
+        "block",
+        "run_transformer_block",
+        124,
+        block_case(1, 6, 32, 2, 64, 8, 1000.0, num_kv_heads=1),
+        floor=0.0053,
+        dtype=BF16,
+    ),
+    Case(
+        "lm_f64",
+        "lm",
+        "run_transformer_lm",
+        125,
+        lm_case(2, 6, 50, 16, 32, 1, 2, 64, rope_theta=500000.0),
+        floor=1.1e-15,
+        dtype=F64,
+    ),
+    Case(
+        "lm_three_layers_bf16",
+        "lm",
+        "run_transformer_lm",
+        126,
+        lm_case(1, 8, 40, 8, 32, 3, 2, 64, rope_theta=1000.0),
+        floor=0.019,
+        dtype=BF16,
+    ),
+    Case(
+        "generate_f64",
+        "generate",
+        "run_generate",
+        127,
+        generate_case(4, 6, 48, 24, 48, 1, 3, 96, rope_theta=500000.0),
+        floor=EXACT,
+        dtype=F64,
+        out_dtype=I64,
+    ),
+    Case(
+        "cross_entropy_4d_f64",
+        "cross_entropy",
+        "run_cross_entropy",
+        133,
+        cross_entropy_case((2, 3, 4), 30, std=3.0),
+        floor=0.0,
+        dtype=F64,
+    ),
+    # eps comparable with sqrt(v): where it sits and its value matter
+    Case(
+        "adamw_f64_large_eps",
+        "adamw",
+        "run_adamw_steps",
+        129,
+        adamw_case({"weight": (5, 7)}, 6, lr=1e-2, weight_decay=0.05, eps=1e-3, grad_scale=1e-2),
+        floor=2.7e-18,
+        dtype=F64,
+    ),
+    Case(
+        "gradient_clipping_f64",
+        "gradient_clipping",
+        "run_gradient_clipping_of",
+        131,
+        gradient_clipping_case({"a": (4, 3), "b": (5,)}, 2.0, 4.0),
+        floor=2.6e-16,
+        dtype=F64,
+    ),
+    Case(
+        "gradient_clipping_2d_bf16",
+        "gradient_clipping",
+        "run_gradient_clipping_of",
+        132,
+        gradient_clipping_case({"a": (6,), "b": (2, 5)}, 0.1, 1.5),
+        floor=0.0036,
+        dtype=BF16,
+    ),
+    Case(
+        "get_batch_uint32_long_windows",
+        "get_batch",
+        "run_get_batch_checks",
+        134,
+        get_batch_case(60, 16, 11, 300, vocab_size=2**20, token_dtype="uint32"),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    Case(
+        "checkpoint_file_object_no_decay_f64",
+        "checkpoint",
+        "run_checkpoint_resume",
+        135,
+        checkpoint_case({"w": (5, 4)}, 7, 3, lr=5e-3, weight_decay=0.0, to="file"),
+        floor=0.0,
+        dtype=F64,
+    ),
+    Case(
+        "tokenizer_decode_no_specials",
+        "tokenizer",
+        "run_tokenizer_decode",
+        136,
+        tokenizer_case(320, [], what="ids"),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    Case(
+        "parallel_ffn_w1_f64",
+        "parallel",
+        "run_parallel_swiglu",
+        137,
+        parallel_ffn_case((6,), 32, 64, 1),
+        floor=0.0,
+        dtype=F64,
+    ),
+    Case(
+        "parallel_row_4d_bf16",
+        "parallel",
+        "run_row_parallel_linear",
+        138,
+        parallel_row_case((2, 2, 3), 32, 48, 2),
+        floor=0.0038,
+        dtype=BF16,
+    ),
+]
+
+# generate: what sampling.py computes, graded on its own: the nucleus of probabilities (top-p),
+# the distribution a token is drawn from (temperature on the logits, then top-p), seeded draws
+# (ids compared as ids: the draw is torch.multinomial on the distribution in vocabulary order);
+# a whole sampled generation; and generation that stops after an end-of-sequence id
+PUBLIC_CASES += [
+    Case(
+        "generate_top_p_filter",
+        "generate",
+        "run_top_p_filter",
+        140,
+        sampling_case((6,), 40, 2.0, "filter", top_p=0.8),
+        floor=9.6e-08,
+    ),
+    Case(
+        "generate_top_p_filter_4d_f64",
+        "generate",
+        "run_top_p_filter",
+        141,
+        sampling_case((2, 3, 4), 16, 1.5, "filter", top_p=0.5),
+        floor=0.0,
+        dtype=F64,
+    ),
+    # witness: a temperature of 0.6 on the logits sharpens the distribution; applied to the
+    # probabilities after the softmax (and renormalised) it changes nothing
+    Case(
+        "generate_temperature_distribution",
+        "generate",
+        "run_next_token_distribution",
+        142,
+        sampling_case((5,), 30, 2.0, "distribution", temperature=0.6, top_p=1.0),
+        floor=1.5e-07,
+    ),
+    Case(
+        "generate_temperature_top_p_distribution_f64",
+        "generate",
+        "run_next_token_distribution",
+        143,
+        sampling_case((2, 4), 25, 1.0, "distribution", temperature=1.7, top_p=0.9),
+        floor=2e-16,
+        dtype=F64,
+    ),
+    Case(
+        "generate_sampled_ids",
+        "generate",
+        "run_sample_next_token",
+        144,
+        sampling_case((64,), 20, 2.0, "draw", temperature=0.8, top_p=0.9),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    Case(
+        "generate_sampled_ids_4d_f64",
+        "generate",
+        "run_sample_next_token",
+        145,
+        sampling_case((4, 4, 4), 12, 1.0, "draw", temperature=1.5, top_p=1.0),
+        floor=EXACT,
+        dtype=F64,
+        out_dtype=I64,
+    ),
+    Case(
+        "generate_sampled",
+        "generate",
+        "run_generate",
+        146,
+        generate_case(4, 12, 32, 32, 32, 2, 4, 64, temperature=1.0, top_p=0.9),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    Case(
+        "generate_stops_at_eos",
+        "generate",
+        "run_generate",
+        147,
+        edited(generate_case(5, 10, 64, 32, 32, 2, 4, 64), _eos_is_the_third_token),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+]
+
 HIDDEN_CASES = [
     # linear: odd sizes, a 1-D input, bfloat16 with 4-D input
     hidden("linear_odd", "linear", "run_linear", 1001, linear_case((5,), 7, 13), floor=8.6e-8),
@@ -851,6 +1241,20 @@ HIDDEN_CASES = [
         "run_generate",
         1152,
         generate_case(4, 7, 53, 16, 48, 3, 3, 80),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    # sampled (temperature and top-p, seeded) from a tied grouped-query model, stopping after the
+    # third id it draws
+    hidden(
+        "generate_sampled_stops_at_eos",
+        "generate",
+        "run_generate",
+        1153,
+        edited(
+            generate_case(3, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=2, tie=True, temperature=0.7, top_p=0.8),
+            _eos_is_the_third_token,
+        ),
         floor=EXACT,
         out_dtype=I64,
     ),

@@ -42,13 +42,18 @@ def mistake_output(case: Case, mistake, inputs: dict) -> torch.Tensor | None:
 def fingerprints(case: Case, inputs: dict, expected: torch.Tensor) -> dict[str, Fingerprint]:
     """For a public case, each catalogued mistake whose output on these inputs (in the case's
     dtype) fails the case: its values at the PROBES elements where it is furthest from the
-    expected output. Hidden cases get none. A mistake that raises here is not fingerprinted."""
+    expected output, or, if its output has another shape, that shape (an empty index). Hidden
+    cases get none. A mistake that raises here is not fingerprinted."""
     if case.hidden:
         return {}
     found = {}
     for mistake in MISTAKES:
         wrong = mistake_output(case, mistake, inputs)
-        if wrong is None or tuple(wrong.shape) != tuple(expected.shape):
+        if not isinstance(wrong, torch.Tensor):
+            continue
+        if tuple(wrong.shape) != tuple(expected.shape):
+            shape = torch.tensor(wrong.shape, dtype=torch.float64)
+            found[mistake.name] = Fingerprint(mistake.diagnosis, torch.zeros(0, dtype=torch.int64), shape)
             continue
         err = scaled_error(wrong, expected).reshape(-1)
         if bool((err > case.tol).any()):
@@ -105,6 +110,10 @@ def fingerprint_drift(case: Case, stored: Fixture, fresh: Fixture) -> float:
     by_name = {m.name: m for m in MISTAKES}
     worst = 0.0
     for name, fp in stored.mistakes.items():
+        if fp.shape is not None:
+            if fp.shape != fresh.mistakes[name].shape:
+                return float("inf")
+            continue
         wrong = mistake_output(case, by_name[name], stored.kwargs).detach().double().reshape(-1)[fp.index]
         err = scaled_error(wrong, fp.value) if fp.value.numel() else torch.zeros(0)
         worst = max([worst, *err.tolist()])

@@ -174,15 +174,35 @@ def test_catalogue_names_nothing_for_the_reference_or_a_correct_variant():
     } == {}
 
 
-if __name__ == "__main__":  # uv run python -m tests.staff.test_mistake_catalogue: which cases catch what
-    named = 0
-    for patch in MISTAKES + VARIANTS:
+def named_first_by_component() -> dict[str, tuple[int, int]]:
+    """{component: (mistakes its first failing snapshot test names, mistakes)}: what a student
+    running `pytest -k <component>` with one of the catalogued mistakes is told first."""
+    counts: dict[str, tuple[int, int]] = {}
+    for patch in MISTAKES:
         with patch.applied():
-            caught = failures(getattr(patch, "raises", ()))
-            first = first_failure_names(patch) if patch in MISTAKES else None
-        named += bool(first) and patch.diagnosis in first
-        kind = "mistake" if patch in MISTAKES else "variant"
-        print(
-            f"{kind:8s} {patch.name:44s} fails {len(caught):2d}: {', '.join(f'{c} ({how})' for c, how in caught.items())}"
-        )
-    print(f"named by the first failure of their component: {named} of {len(MISTAKES)}")
+            first = first_failure_names(patch)
+        named, total = counts.get(patch.component, (0, 0))
+        counts[patch.component] = (named + bool(first and patch.diagnosis in first), total + 1)
+        if not (first and patch.diagnosis in first):
+            print(f"not named first: {patch.name} ({'an exception' if first is None else first})")
+    return counts
+
+
+if __name__ == "__main__":
+    # uv run python -m tests.staff.test_mistake_catalogue [--cases]: the share of catalogued
+    # mistakes their component's first failing snapshot test names, per component; with --cases,
+    # also which public cases catch each mistake and variant (every case per mistake: slow)
+    import sys
+
+    if "--cases" in sys.argv:
+        for patch in MISTAKES + VARIANTS:
+            with patch.applied():
+                caught = failures(getattr(patch, "raises", ()))
+            kind = "mistake" if patch in MISTAKES else "variant"
+            listing = ", ".join(f"{c} ({how})" for c, how in caught.items())
+            print(f"{kind:8s} {patch.name:44s} fails {len(caught):2d}: {listing}")
+    counts = named_first_by_component()
+    for component, (named, total) in counts.items():
+        print(f"{component:18s} named first {named:3d} of {total:3d} ({100 * named / total:5.1f}%)")
+    named, total = (sum(n for n, _ in counts.values()), sum(t for _, t in counts.values()))
+    print(f"{'overall':18s} named first {named:3d} of {total:3d} ({100 * named / total:5.1f}%)")

@@ -43,6 +43,19 @@ def sdpa_scale_by_d_k(Q, K, V, mask=None):
 
 
 @mistake(
+    "attention-large_negative_fill",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention filling masked scores with -1e9 instead of -inf (a query that may attend to nothing "
+    "gets the mean of V instead of 0)",
+)
+def sdpa_large_negative_fill(Q, K, V, mask=None):
+    s = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    s = s if mask is None else s.masked_fill(~mask, -1e9)
+    return F.softmax(s, -1) @ V
+
+
+@mistake(
     "attention-normalised_over_queries",
     F,
     "scaled_dot_product_attention",
@@ -264,6 +277,17 @@ def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None, atten
 
 
 @mistake(
+    "block-no_first_residual",
+    TransformerBlock,
+    "forward",
+    diagnosis="the decoder layer without the attention residual (h = attention(ln1(x)), not x + attention(ln1(x)))",
+)
+def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache=None, attention_mask=None):
+    h = block.attn(block.ln1(x), token_positions, kv_cache)
+    return h + block.ffn(block.ln2(h))
+
+
+@mistake(
     "block-ffn_reads_block_input",
     TransformerBlock,
     "forward",
@@ -400,6 +424,19 @@ def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0
             token = logits.argmax(-1)
             yield int(token)
             logits = model(token[:, None], token_positions=torch.tensor([ids.shape[-1] + step]))[:, -1]
+
+
+@mistake(
+    "generate-cached_position_off_by_one",
+    generation,
+    "generate",
+    diagnosis="generation feeding each new token one position too far (cache length + 1, not the cache length)",
+)
+def generate_cached_position_off_by_one(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0,
+                                        eos_token_ids=(), generator=None, use_cache=True):  # fmt: skip
+    yield from _greedy_with_cache(
+        model, prompt_ids, max_new_tokens, lambda step, token, ids: (token, torch.tensor([ids.shape[-1] + step + 1]))
+    )
 
 
 @mistake(

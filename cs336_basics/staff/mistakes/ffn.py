@@ -7,6 +7,7 @@ import torch
 
 from cs336_basics.nn import FFNBlock
 from cs336_basics.nn import functional as F
+from cs336_basics.testing import WRONG_DTYPE
 
 from . import mistake, plus_bias, up
 
@@ -22,6 +23,11 @@ from . import mistake, plus_bias, up
 )
 def linear_transposed(x, weight, bias=None):
     return plus_bias(x @ weight, bias)
+
+
+@mistake("linear-bias_ignored", F, "linear", diagnosis="Linear ignoring the bias it was given")
+def linear_bias_ignored(x, weight, bias=None):
+    return x @ weight.T
 
 
 @mistake(
@@ -52,6 +58,17 @@ def linear_only_3d(x, weight, bias=None):
 @mistake("embedding-off_by_one", F, "embedding", diagnosis="Embedding looking up row id - 1 instead of row id")
 def embedding_off_by_one(token_ids, weight):
     return weight[token_ids - 1]
+
+
+@mistake(
+    "embedding-ids_assumed_2d",
+    F,
+    "embedding",
+    diagnosis="Embedding that assumes (batch, sequence) ids: the rows reshaped to (ids.shape[0], -1, d_model) "
+    "instead of ids.shape + (d_model,)",
+)
+def embedding_ids_assumed_2d(token_ids, weight):
+    return weight[token_ids.reshape(-1)].reshape(token_ids.shape[0], -1, weight.shape[1])
 
 
 @mistake(
@@ -212,6 +229,37 @@ def rmsnorm_over_whole_tensor(x, weight, eps=1e-5, cast_before_gain=False):
 @mistake("rmsnorm-eps_ignored", F, "rmsnorm", diagnosis="RMSNorm ignoring the `eps` it was given (a fixed 1e-5)")
 def rmsnorm_eps_ignored(x, weight, eps=1e-5, cast_before_gain=False):
     return _rmsnorm(x, weight, 1e-5)  # the eps argument never reaches the kernel
+
+
+@mistake(
+    "rmsnorm-fixed_reduction_axis",
+    F,
+    "rmsnorm",
+    diagnosis="RMSNorm taking the mean over dimension 2 (the last one only for 3-D input) instead of dimension -1",
+    raises=(IndexError,),
+)
+def rmsnorm_fixed_reduction_axis(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = up(x)
+    return (x_c * torch.rsqrt(x_c.pow(2).mean(2, keepdim=True) + eps) * up(weight)).to(x.dtype)
+
+
+@mistake(
+    "rmsnorm-returns_float32",
+    F,
+    "rmsnorm",
+    diagnosis=WRONG_DTYPE,
+    raises=(TypeError,),  # a float32 output meets bfloat16 weights in the next layer
+)
+def rmsnorm_returns_float32(x, weight, eps=1e-5, cast_before_gain=False):
+    x_c = x.float() if x.dtype != torch.float64 else x
+    return x_c * torch.rsqrt(x_c.pow(2).mean(-1, keepdim=True) + eps) * up(weight)
+
+
+@mistake("layernorm-eps_ignored", F, "layernorm", diagnosis="LayerNorm ignoring the `eps` it was given (a fixed 1e-5)")
+def layernorm_eps_ignored(x, weight, bias, eps=1e-5):
+    x_c = up(x)
+    out = torch.nn.functional.layer_norm(x_c, x.shape[-1:], up(weight), None if bias is None else up(bias), 1e-5)
+    return out.to(x.dtype)
 
 
 @mistake(

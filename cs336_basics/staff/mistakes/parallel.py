@@ -28,6 +28,19 @@ def parallel_shard_along_wrong_axis(state_dict, plan, rank, world_size):
 
 
 @mistake(
+    "parallel-gather_along_first_dim",
+    comm,
+    "_all_gather_last_dim",
+    diagnosis="the column-parallel all-gather concatenating the ranks' outputs along the first dimension "
+    "instead of the last (d_out)",
+)
+def parallel_gather_along_first_dim(x, group):
+    parts = [torch.empty_like(x, memory_format=torch.contiguous_format) for _ in range(comm._group_size(group))]
+    torch.distributed.all_gather(parts, x.contiguous(), group=group)
+    return torch.cat(parts, dim=0)
+
+
+@mistake(
     "parallel-row_missing_all_reduce",
     RowParallelLinear,
     "forward",
