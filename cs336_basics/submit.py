@@ -1,7 +1,7 @@
 """`cs336 submit`: write submission.zip, the file to upload to Gradescope, and show where you stand.
 
 The zip holds your `cs336_basics/` package and nothing else: no caches (`__pycache__/`, `*.pyc`),
-no hidden files, no virtualenv, no tests or fixtures (the grader uses its own copies). It is
+no hidden files, no virtualenv, no tests, fixtures or the course's corpus (the grader uses its own copies). It is
 written first; then the tests run once for the `cs336 status` table, and every component that
 still fails is named. The limits below are the grader's (it reads them from here), set roughly
 ten times above a complete package (`cs336 submit` prints its file count and size).
@@ -25,6 +25,14 @@ WHAT_TO_SUBMIT = (
     f"(at most {MAX_PACKAGE_FILES} files and {MAX_PACKAGE_BYTES // 2**20} MB; no .venv, .git, caches, tests or fixtures)."
 )
 STAFF = Path(PACKAGE, "staff")  # the course staff's tools: in their repository only, never submitted
+# The course's corpus (cs336_basics/corpus/data/): given data, never submitted nor graded (the
+# grader leaves it out of any upload too)
+GIVEN_DATA = ("corpus", "data")
+
+
+def given_data(parts: tuple[str, ...]) -> bool:
+    """Whether a path inside the package (its parts after cs336_basics/) lies in the given data."""
+    return tuple(parts[: len(GIVEN_DATA)]) == GIVEN_DATA
 
 
 def skipped(name: str) -> bool:
@@ -43,7 +51,12 @@ def package_files(root: Path = REPO) -> tuple[list[Path], list[Path]]:
             if os.path.islink(here / d):
                 links.append((here / d).relative_to(root))
         dirs[:] = sorted(
-            d for d in dirs if not skipped(d) and not os.path.islink(here / d) and (here / d).relative_to(root) != STAFF
+            d
+            for d in dirs
+            if not skipped(d)
+            and not os.path.islink(here / d)
+            and (here / d).relative_to(root) != STAFF
+            and not given_data((here / d).relative_to(root / PACKAGE).parts)
         )
         for name in sorted(names):
             info = os.lstat(here / name)

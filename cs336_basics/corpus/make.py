@@ -118,8 +118,8 @@ def load_generator(threads: int = DEFAULTS["threads"]):
     import torch
 
     torch.set_num_threads(threads)
-    from cs336_basics.gguf_tokenizer import tokenizer_from_gguf
-    from cs336_basics.nn.gguf_file import field, load_gguf_model, smollm2_path
+    from cs336_basics.checkpoints.gguf import field, load_gguf_model, smollm2_path
+    from cs336_basics.checkpoints.gguf_tokenizer import tokenizer_from_gguf
 
     path = smollm2_path()
     model, reader = load_gguf_model(path)
@@ -131,8 +131,8 @@ def generate_stories(loaded, params: dict, indices: range) -> list[dict]:
     params["batch_size"], starting at a multiple of it), generated as one batch each."""
     import torch
 
+    from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template
     from cs336_basics.generate import generate_batch
-    from cs336_basics.gguf_tokenizer import apply_chat_template
 
     model, tokenizer, reader, eos, _ = loaded
     b = params["batch_size"]
@@ -196,8 +196,8 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path = DATA) -> dict:
     """Write the splits (xz) and manifest.json into `out` from the work records; the manifest."""
-    from cs336_basics.gguf_tokenizer import tokenizer_from_gguf
-    from cs336_basics.nn.gguf_file import open_gguf
+    from cs336_basics.checkpoints.gguf import open_gguf
+    from cs336_basics.checkpoints.gguf_tokenizer import tokenizer_from_gguf
 
     stories, indices, rejected = assemble(records)
     tokenizer = tokenizer_from_gguf(open_gguf(model_path))
@@ -321,7 +321,7 @@ def run(args) -> int:
     records = read_work(work_file)
     records = records[: len(records) // b * b]  # whole batches only
     if args.assemble:
-        from cs336_basics.nn.gguf_file import smollm2_path
+        from cs336_basics.checkpoints.gguf import smollm2_path
 
         return report(write_corpus(records, params, smollm2_path(), Path(args.out)), len(records))
     work.mkdir(parents=True, exist_ok=True)

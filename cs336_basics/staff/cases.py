@@ -757,13 +757,15 @@ PUBLIC_CASES += [
         floor=0.0,
         dtype=F64,
     ),
-    # eps comparable with sqrt(v): where it sits and its value matter
+    # eps = 0 and no weight decay: a hard-coded eps fails, and the accepted orders agree to float64
+    # rounding (CS336's Algorithm 1 adds eps to sqrt(v) before the bias correction and decays after
+    # the step; torch.optim.AdamW adds it after and decays before: they differ by ~1e-5 otherwise)
     Case(
-        "adamw_f64_large_eps",
+        "adamw_f64_zero_eps",
         "adamw",
         "run_adamw_steps",
         129,
-        adamw_case({"weight": (5, 7)}, 6, lr=1e-2, weight_decay=0.05, eps=1e-3, grad_scale=1e-2),
+        adamw_case({"weight": (5, 7)}, 6, lr=1e-2, weight_decay=0.0, eps=0.0, grad_scale=1e-2),
         floor=2.7e-18,
         dtype=F64,
     ),
@@ -818,7 +820,9 @@ PUBLIC_CASES += [
         "run_parallel_swiglu",
         137,
         parallel_ffn_case((6,), 32, 64, 1),
-        floor=0.0,
+        # the grader's single-process judge of fresh draws (grader/fresh.py) computes this case's
+        # output 1.3e-16 away from the rank's: the floor keeps that under 1/100 of the tolerance
+        floor=1.3e-15,
         dtype=F64,
     ),
     Case(

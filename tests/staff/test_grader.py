@@ -20,6 +20,7 @@ import textwrap
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ from cs336_basics.staff.grader.cases import graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import grade
 from cs336_basics.staff.grader.gradebook import grade_all
-from cs336_basics.staff.grader.report import to_gradescope, write_results
+from cs336_basics.staff.grader.report import QUANTUM, to_gradescope, write_results
 from cs336_basics.staff.grader.sandbox import SYSTEM_DIRS
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, extract_zip, find_package
 from cs336_basics.staff.handout import all_solution_regions, build_handout, restore_solutions
@@ -78,6 +79,28 @@ def unaffected_by(*broken: str) -> tuple[str, ...]:
 
 
 ALL_BUT_CHEATED = unaffected_by(CHEATED)
+# generate's sampling cases run no model: of the other components, only these
+SAMPLING_USES = {
+    "run_top_p_filter": (),
+    "run_next_token_distribution": ("softmax",),
+    "run_sample_next_token": ("softmax",),
+}
+
+
+def scores_if_broken(*broken: str) -> dict[str, float]:
+    """Each component's points times the share of its graded cases that run none of `broken`'s
+    code: all of a component that is not hit, generate's sampling cases unless their own users break."""
+    hit = set(ALL) - set(unaffected_by(*broken))
+    scores = {}
+    for c in ALL:
+        cases = graded_cases([c])
+        adapters = [BY_NAME[k.name].adapter for k in cases]
+        fine = [
+            c not in hit or (c not in broken and a in SAMPLING_USES and not set(SAMPLING_USES[a]) & set(broken))
+            for a in adapters
+        ]
+        scores[c] = float(Fraction(POINTS[c]) * sum(fine) / len(cases))
+    return scores
 
 
 # ------------------------------------------------------------------ building the samples
@@ -687,7 +710,7 @@ def test_grader_time_budget_fails_the_components_it_did_not_reach(samples):
 
 def test_grader_memory_hog_loses_only_that_component(graded):
     report = graded["memory_hog"]
-    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert report.component_scores() == scores_if_broken(CHEATED)
     assert all("out of memory" in o for o in outputs(report, CHEATED))
 
 
@@ -738,19 +761,21 @@ def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
 
 def test_grader_reading_fixture_files_finds_nothing(graded):
     report = graded["reads_fixtures"]
-    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert report.component_scores() == scores_if_broken(CHEATED)
     assert all("no fixture matched among 0 found" in o for o in outputs(report, CHEATED, hidden=False))
 
 
 def test_grader_patching_the_comparison_changes_nothing(graded):
-    assert graded["patches_comparison"].component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert graded["patches_comparison"].component_scores() == scores_if_broken(CHEATED)
 
 
 def test_grader_writing_results_json_changes_nothing(graded, samples):
     tmp = samples["handout"].parent
     written = json.loads((tmp / "writes_results.json").read_text())
     assert written == to_gradescope(graded["writes_results"])
-    assert written["score"] == CONFIG.max_score - sum(POINTS[c] for c in ALL if c not in ALL_BUT_CHEATED)
+    # each test's max_score is its share rounded to a multiple of 1/QUANTUM
+    expected = sum(scores_if_broken(CHEATED).values())
+    assert written["score"] == pytest.approx(expected, rel=0, abs=len(graded_cases(CONFIG.components)) / QUANTUM)
     assert not (tmp / "grader_cwd" / "results.json").exists()
 
 

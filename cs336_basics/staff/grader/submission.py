@@ -20,7 +20,7 @@ import struct
 import zipfile
 from pathlib import Path
 
-from cs336_basics.submit import MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PACKAGE, WHAT_TO_SUBMIT, skipped
+from cs336_basics.submit import MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PACKAGE, WHAT_TO_SUBMIT, given_data, skipped
 
 MAX_DEPTH = 4  # the package's folder lies at most this many folders below the submission's top
 MAX_DIRS_SCANNED = 20_000  # folders listed while looking for it in a directory submission
@@ -170,7 +170,11 @@ def extract_package(zip_path: Path, dest: Path) -> Path:
         members = [(m, _member_path(m)) for m in archive.infolist()]
         prefix = (*_package_prefix(members), PACKAGE)
         n = len(prefix)
-        chosen = [(m, p) for m, p in members if p[:n] == prefix and len(p) > n and not any(skipped(d) for d in p[n:])]
+        chosen = [
+            (m, p)
+            for m, p in members
+            if p[:n] == prefix and len(p) > n and not any(skipped(d) for d in p[n:]) and not given_data(p[n:])
+        ]
         _extract(archive, chosen, dest)
     return dest.joinpath(*prefix)
 
@@ -227,8 +231,13 @@ def copy_package(src: Path, dest: Path) -> int:
     src, dest = Path(src), Path(dest)
     count, total = 0, 0
     for here, dirs, files in os.walk(src, followlinks=False):
-        dirs[:] = [d for d in dirs if not skipped(d) and not os.path.islink(os.path.join(here, d))]
-        out_dir = dest / Path(here).relative_to(src)
+        inside = Path(here).relative_to(src)
+        dirs[:] = [
+            d
+            for d in dirs
+            if not skipped(d) and not os.path.islink(os.path.join(here, d)) and not given_data((inside / d).parts)
+        ]
+        out_dir = dest / inside
         out_dir.mkdir(parents=True, exist_ok=True)
         for name in files:
             if skipped(name):

@@ -277,7 +277,7 @@ def _grads(parameters):
 
 
 def _norm(grads):
-    return torch.stack([g.float().pow(2).sum() for g in grads]).sum().sqrt()
+    return torch.stack([up(g).pow(2).sum() for g in grads]).sum().sqrt()
 
 
 @mistake(

@@ -46,7 +46,7 @@ def layernorm_torch_var(x, weight, bias, eps=1e-5):
 @variant("swiglu-matmuls", F, "swiglu_ffn")
 def swiglu_in_three_lines(x, w1, w2, w3, activation="silu"):
     gate = x @ w1.T
-    gate = gate * torch.sigmoid(gate.float()).to(gate.dtype)  # SiLU, sigmoid in float32
+    gate = gate * torch.sigmoid(up(gate)).to(gate.dtype)  # SiLU, sigmoid in float32 (float64 kept)
     return (gate * (x @ w3.T)) @ w2.T
 
 
