@@ -259,12 +259,10 @@ def softmax(x: Float[Tensor, "..."], dim: int = -1) -> Float[Tensor, "..."]:
     check_dim("x", x, dim)
     # BEGIN SOLUTION
     x_c = x.to(_compute_dtype(x))
-    row_max = x_c.amax(dim=dim, keepdim=True)
-    row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
-    exps = torch.exp(x_c - row_max)
-    # A row with any finite entry sums to >= 1 (its max contributes exp(0)); a fully masked
-    # row sums to 0, and dividing its zeros by 1 instead keeps them zeros.
-    total = exps.sum(dim=dim, keepdim=True).clamp_min(1.0)
+    row_max = x_c.detach().amax(dim=dim, keepdim=True)  # a constant: softmax is shift-invariant
+    masked_row = torch.isneginf(row_max)  # every entry -inf
+    exps = torch.exp(x_c - row_max.masked_fill(masked_row, 0.0))  # max exp(0) = 1: no overflow
+    total = exps.sum(dim=dim, keepdim=True) + masked_row  # a fully masked row: zeros / 1 = zeros
     return (exps / total).to(x.dtype)
     # END SOLUTION
 

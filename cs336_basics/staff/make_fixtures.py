@@ -5,8 +5,8 @@ hidden ones to hidden_fixtures/.
 The stored inputs are the source of truth. They are drawn from the case's seed only when its
 file is missing or on `--redraw`; otherwise the expected output is recomputed from the stored
 inputs. So a machine whose float64 `exp` or summation order differs in the last bit never
-rewrites an input, and rewrites an expected output only if it moved by more than
-DRIFT_FRACTION of the case's tolerance (it never does: see README, "Fixtures").
+rewrites an input, and rewrites an expected output only if it moved by more than the case's floor (see README,
+"Fixtures").
 """
 
 from pathlib import Path
@@ -18,9 +18,8 @@ from cs336_basics.fixture_io import FIXTURES_DIR, Fingerprint, Fixture, load_fix
 from cs336_basics.staff.cases import CASES, HIDDEN_FIXTURES_DIR, Case
 from cs336_basics.staff.mistakes import MISTAKES
 from cs336_basics.staff.reference import adapters, expected_output, map_tensors
-from cs336_basics.testing import scaled_error
+from cs336_basics.testing import MARGIN, scaled_error
 
-DRIFT_FRACTION = 0.01  # a recomputed expected output may move by this share of the tolerance
 PROBES = 16  # elements per mistake fingerprint: where the wrong output is furthest from the right one
 
 
@@ -92,6 +91,14 @@ def _header(fx: Fixture) -> tuple:
     return fx.component, fx.adapter, fx.out_dtype, fx.tol, scalars
 
 
+def drift_bound(case: Case) -> float:
+    """How far a recomputed expected output may move: the case's floor, max(floor, unit roundoff)
+    = tol / MARGIN. The reference recomputed on another CPU is one more correct implementation,
+    and the floor is the error a correct implementation is measured to make; a float64 case's
+    floor is a few ulps, the least a change of summation order can move it by."""
+    return case.tol / MARGIN[case.dtype]
+
+
 def expected_drift(stored: Fixture, fresh: Fixture) -> float:
     """Max scaled error between two expected outputs (inf if their shapes differ)."""
     if stored.expected.shape != fresh.expected.shape:
@@ -135,11 +142,11 @@ def problems(case: Case) -> list[str]:
             f"{case.name}: stored inputs differ from what seed {case.seed} draws "
             f"(changed the case? run `uv run cs336 fixtures --redraw {case.name}`)"
         )
-    drift, bound = expected_drift(stored, fresh), DRIFT_FRACTION * case.tol
+    drift, bound = expected_drift(stored, fresh), drift_bound(case)
     if not drift <= bound:
         found.append(
             f"{case.name}: expected output moved by {drift:.2e} > {bound:.2e} "
-            f"({DRIFT_FRACTION:g} of the tolerance) when recomputed from the stored inputs"
+            "(the case's floor) when recomputed from the stored inputs"
         )
     moved = fingerprint_drift(case, stored, fresh)
     if not moved <= case.tol:
@@ -157,7 +164,7 @@ def drifted(cases: list[Case] = CASES) -> list[str]:
 
 def write_all(cases: list[Case] = CASES, redraw: set[str] = frozenset()) -> list[Path]:
     """Write each case whose file is missing, whose metadata changed, whose expected output
-    moved by more than DRIFT_FRACTION of its tolerance, or that is named in `redraw`."""
+    moved by more than its floor (drift_bound), or that is named in `redraw`."""
     unknown = set(redraw) - {c.name for c in cases}
     if unknown:
         raise ValueError(f"--redraw names no case: {sorted(unknown)}")
@@ -173,7 +180,7 @@ def write_all(cases: list[Case] = CASES, redraw: set[str] = frozenset()) -> list
         fresh = generate(case, stored.kwargs)
         if (
             _header(stored) != _header(fresh)
-            or not expected_drift(stored, fresh) <= DRIFT_FRACTION * case.tol
+            or not expected_drift(stored, fresh) <= drift_bound(case)
             or not fingerprint_drift(case, stored, fresh) <= case.tol
         ):
             written.append(save_fixture(fresh, case.directory))

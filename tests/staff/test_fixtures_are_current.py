@@ -1,6 +1,6 @@
 """The stored fixture files are what the committed generator makes, on this machine: inputs
 exactly as the seeds draw them, expected outputs recomputed from the stored inputs within
-DRIFT_FRACTION of each case's tolerance, and the tolerance in each file the registry's.
+each case's floor (make_fixtures.drift_bound), and the tolerance in each file the registry's.
 CI runs this file under ATEN_CPU_CAPABILITY=default as well (another CPU's vector paths)."""
 
 import shutil
@@ -37,7 +37,7 @@ def _tamper(directory, name: str, edit) -> None:
 
 def test_drift_check_reports_an_expected_value_moved_by_more_than_its_share_of_the_tolerance(tmp_fixtures):
     case = BY_NAME["swiglu"]
-    bound = make_fixtures.DRIFT_FRACTION * case.tol
+    bound = make_fixtures.drift_bound(case)
     _tamper(tmp_fixtures, "swiglu", lambda fx: fx.expected.view(-1)[7].mul_(1 + 3 * bound))
     assert [p.split(":")[0] for p in make_fixtures.problems(case)] == ["swiglu"]
     assert "expected output moved" in make_fixtures.problems(case)[0]
@@ -45,7 +45,7 @@ def test_drift_check_reports_an_expected_value_moved_by_more_than_its_share_of_t
 
 def test_drift_check_accepts_an_expected_value_moved_within_its_share(tmp_fixtures):
     case = BY_NAME["swiglu"]
-    bound = make_fixtures.DRIFT_FRACTION * case.tol
+    bound = make_fixtures.drift_bound(case)
     _tamper(tmp_fixtures, "swiglu", lambda fx: fx.expected.view(-1)[7].mul_(1 + bound / 4))
     assert make_fixtures.problems(case) == []
 
