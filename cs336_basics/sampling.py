@@ -23,8 +23,18 @@ def top_p_filter(probs: Float[Tensor, "... vocab"], top_p: float) -> Float[Tenso
     # BEGIN SOLUTION
     if top_p == 1:
         return probs
-    sorted_probs, order = probs.sort(dim=-1, descending=True)
-    before = sorted_probs.cumsum(dim=-1) - sorted_probs  # mass of the more likely tokens
+    # Only the k most likely tokens are sorted (torch.topk), k doubling until they hold top_p of
+    # every row's mass: a nucleus is usually far smaller than the vocabulary, whose full sort
+    # costs about as much as the model's forward pass for one token.
+    vocab = probs.shape[-1]
+    k = min(64, vocab)
+    while True:
+        sorted_probs, order = probs.topk(k, dim=-1)  # (..., k), descending
+        total = sorted_probs.cumsum(dim=-1)  # (..., k)
+        if k == vocab or bool((total[..., -1] >= top_p).all()):  # every token after the k-th is cut
+            break
+        k = min(2 * k, vocab)
+    before = total - sorted_probs  # mass of the more likely tokens
     sorted_probs = sorted_probs.masked_fill(before >= top_p, 0.0)
     kept = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
     return kept / kept.sum(dim=-1, keepdim=True)

@@ -69,6 +69,19 @@ def test_generate_top_p_keeps_the_smallest_nucleus():
     assert torch.allclose(top_p_filter(probs, 0.5), torch.tensor([1.0, 0.0, 0.0, 0.0]))
 
 
+@pytest.mark.parametrize("vocab, scale", [(1000, 0.5), (5000, 2.0)])
+def test_generate_top_p_keeps_a_wide_nucleus_as_transformers_does(vocab, scale):
+    """Hundreds of tokens in the nucleus (more than the reference's first sorted block): the same
+    tokens kept."""
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    logits = torch.randn(3, vocab, generator=torch.Generator().manual_seed(4), dtype=torch.float64) * scale
+    ours = top_p_filter(torch.softmax(logits, dim=-1), 0.9)
+    theirs = torch.softmax(TopPLogitsWarper(0.9)(None, logits.clone()), dim=-1)
+    assert int((ours > 0).sum(-1).min()) > 100
+    assert torch.equal(ours > 0, theirs > 0)
+
+
 def test_generate_sampling_draws_only_from_the_nucleus():
     logits = torch.log(torch.tensor([0.5, 0.1, 0.3, 0.1]))
     g = torch.Generator().manual_seed(0)
