@@ -5,9 +5,11 @@ that uses a verb, a noun and an adjective drawn from fixed lists (words.py) and 
 feature; the answer is sampled (temperature, top-p) from a generator seeded by the story's index.
 
 Stories are generated in fixed batches (story i is in batch i // batch_size) with generate_batch;
-each finished batch is appended to a JSON-lines work file, so an interrupted run resumes where it
-stopped. The corpus files are then assembled from the work file: the stories that pass `clean`,
-every `VALID_EVERY`-th story (by index) in the validation split, the others in train.
+each finished batch is written to its own JSON-lines file in the work directory, so an interrupted
+run resumes where it stopped, and several processes given the same work directory share the
+batches (each claims the next unclaimed one: one process per core). The corpus files are then
+assembled from the batches 0, 1, ... present: the stories that pass `clean`, every
+`VALID_EVERY`-th story (by index) in the validation split, the others in train.
 
 Bit for bit: the same seed, word lists, model file (its sha256 is in the manifest), batch size,
 torch version and CPU kernels give the same tokens. Float32 rounding differs between CPU kernels
@@ -153,17 +155,39 @@ def generate_stories(loaded, params: dict, indices: range) -> list[dict]:
     return records
 
 
-def read_work(path: Path) -> list[dict]:
-    """The records of a work file, in index order; a torn last line (an interrupted write) is dropped."""
-    if not path.is_file():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
+def batch_file(work: Path, batch: int) -> Path:
+    return work / f"batch-{batch:05d}.jsonl"
+
+
+def read_work(work: Path) -> list[dict]:
+    """The records of batches 0, 1, ... up to the first one missing, in index order."""
+    records, batch = [], 0
+    while batch_file(work, batch).is_file():
+        records += [json.loads(line) for line in batch_file(work, batch).read_text().splitlines()]
+        batch += 1
     return records
+
+
+def claim(work: Path, batch: int) -> bool:
+    """Claim a batch for this process: True when it was neither done nor claimed by a live process.
+    A claim is a file holding the claimer's pid, created exclusively; a dead claimer's is taken over."""
+    if batch_file(work, batch).is_file():
+        return False
+    path = work / f"batch-{batch:05d}.claim"
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                os.kill(int(path.read_text() or 0), 0)
+                return False  # a live process has it
+            except (ProcessLookupError, ValueError, FileNotFoundError):
+                path.unlink(missing_ok=True)  # its claimer died: take it over
+                continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        return not batch_file(work, batch).is_file()
+    return False
 
 
 def assemble(records: list[dict]) -> tuple[dict[str, list[str]], dict[str, list[int]], list[dict]]:
@@ -306,41 +330,40 @@ def run(args) -> int:
         )
         return 1 if bad else 0
     work = Path(args.work)
-    work_file, params_file = work / "stories.jsonl", work / "params.json"
+    params_file = work / "params.json"
     params = {k: getattr(args, k) for k in DEFAULTS}
-    if args.assemble:  # the parameters the work file was made with
+    if args.assemble:  # the parameters the work directory was made with
         if not params_file.is_file():
-            print(f"cs336 corpus: no work file in {work}", file=sys.stderr)
+            print(f"cs336 corpus: no work directory {work}", file=sys.stderr)
             return 1
         params = json.loads(params_file.read_text())
     elif params_file.is_file() and json.loads(params_file.read_text()) != params:
         print(f"cs336 corpus: {work} was started with other parameters ({params_file}); use another --work",
               file=sys.stderr)  # fmt: skip
         return 1
-    b = params["batch_size"]
-    records = read_work(work_file)
-    records = records[: len(records) // b * b]  # whole batches only
     if args.assemble:
         from cs336_basics.checkpoints.gguf import smollm2_path
 
+        records = read_work(work)
         return report(write_corpus(records, params, smollm2_path(), Path(args.out)), len(records))
     work.mkdir(parents=True, exist_ok=True)
-    params_file.write_text(json.dumps(params))
-    total = -(-args.stories // b) * b
+    write_atomic(params_file, json.dumps(params).encode())
+    b = params["batch_size"]
+    batches = -(-args.stories // b)
     loaded = load_generator(params["threads"])
-    progress = Progress(total, len(records))
+    progress = Progress(batches * b, len(read_work(work)))
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
-    with open(work_file, "w") as f:  # rewritten: a torn or partial last batch is dropped
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-        while len(records) < total and (deadline is None or time.monotonic() < deadline):
-            batch = generate_stories(loaded, params, range(len(records), len(records) + b))
-            for r in batch:
-                f.write(json.dumps(r) + "\n")
-            f.flush()
-            records += batch
-            progress.update(len(records), sum(r["tokens"] for r in batch))
+    for batch in range(batches):
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        if not claim(work, batch):
+            continue
+        records = generate_stories(loaded, params, range(batch * b, (batch + 1) * b))
+        write_atomic(batch_file(work, batch), "".join(json.dumps(r) + "\n" for r in records).encode())
+        (work / f"batch-{batch:05d}.claim").unlink(missing_ok=True)
+        progress.update(len(read_work(work)), sum(r["tokens"] for r in records))
     print(file=sys.stderr)
+    records = read_work(work)
     return report(write_corpus(records, params, loaded[4], Path(args.out)), len(records))
 
 
@@ -356,12 +379,13 @@ def add_command(commands) -> None:
     p = commands.add_parser("corpus", help="(staff) generate the TinyStories-style corpus of cs336_basics/corpus/")
     p.add_argument("--stories", type=int, default=256, help="stories to generate (rounded up to whole batches)")
     p.add_argument("--minutes", type=float, default=None, help="stop starting new batches after this long")
-    p.add_argument("--work", default="corpus-work", help="directory of the resumable work file")
+    p.add_argument("--work", default="corpus-work",
+                   help="the work directory: one file per finished batch; processes given the same one share the batches")  # fmt: skip
     p.add_argument("--out", default=str(DATA), help="where the corpus files and manifest go")
     for k, v in DEFAULTS.items():
         p.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
     p.add_argument("--assemble", action="store_true",
-                   help="only write the corpus files from the whole batches in the work file (no generation)")  # fmt: skip
+                   help="only write the corpus files from the finished batches 0, 1, ... (no generation)")  # fmt: skip
     p.add_argument("--check", type=int, nargs="?", const=16, default=None, metavar="N",
                    help="compare the stored corpus with a fresh generation of its first N stories (default 16)")  # fmt: skip
     p.set_defaults(run=run)

@@ -2,6 +2,8 @@
 the reference model on the pinned SmolLM2 weights regenerates the first steps of its first batch."""
 
 import hashlib
+import subprocess
+import sys
 
 import pytest
 
@@ -37,3 +39,25 @@ def test_corpus_first_batch_is_sampled_again_from_the_seed():
     """The first CHECK_TOKENS new tokens of every story of batch 0, sampled again (the full
     `cs336 corpus --check` regenerates whole stories)."""
     assert corpus_make.check_first_batch() == []
+
+
+def test_corpus_work_directory_yields_batches_up_to_the_first_missing_one(tmp_path):
+    for batch in (0, 1, 3):
+        corpus_make.batch_file(tmp_path, batch).write_text(f'{{"index": {batch}}}\n')
+    assert [r["index"] for r in corpus_make.read_work(tmp_path)] == [0, 1]
+
+
+def test_corpus_batch_is_claimed_once_while_its_claimer_lives(tmp_path):
+    assert corpus_make.claim(tmp_path, 5)
+    assert not corpus_make.claim(tmp_path, 5)  # this process holds it
+
+
+def test_corpus_batch_claimed_by_a_dead_process_is_taken_over(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / "batch-00002.claim").write_text(dead.stdout.strip())
+    assert corpus_make.claim(tmp_path, 2)
+
+
+def test_corpus_finished_batch_is_not_claimed(tmp_path):
+    corpus_make.batch_file(tmp_path, 0).write_text('{"index": 0}\n')
+    assert not corpus_make.claim(tmp_path, 0)
