@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 
 import torch
-from einops import einsum  # noqa: F401  (available to solutions; the reference uses matmul)
+from einops import einsum  # noqa: F401  (available to solutions; the reference uses torch's)
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
@@ -311,12 +311,14 @@ def scaled_dot_product_attention(
         _check_bool_mask(mask, (*batch, Q.shape[-2], K.shape[-2]))
     # BEGIN SOLUTION
     d_k = Q.shape[-1]
-    scores = Q @ K.mT  # (..., queries, keys)
+    # einsum, not @: where K broadcasts over a dimension of Q (grouped-query heads), it folds that
+    # dimension into one product per key/value head; matmul would copy K for every query head
+    scores = torch.einsum("...qd,...kd->...qk", Q, K)  # (..., queries, keys)
     scores = scores.to(_compute_dtype(scores)) * (1.0 / math.sqrt(d_k))  # float32 for half types
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     probs = softmax(scores, dim=-1).to(V.dtype)  # a fully masked row is zeros, not NaN
-    return probs @ V  # (..., queries, d_v)
+    return torch.einsum("...qk,...kd->...qd", probs, V)  # (..., queries, d_v)
     # END SOLUTION
 
 
