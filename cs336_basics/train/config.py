@@ -3,9 +3,9 @@ command line, nanoGPT's style (Karpathy, nanoGPT `configurator.py`: a config fil
 `--key=value` arguments on top). The run directory keeps the resolved configuration in
 `config.toml`; `--resume` starts from it.
 
-The defaults fit a laptop CPU: on a 2-core CPU the reference reaches validation loss <= 0.30 within
-15 minutes (measured on 20,000 template stories, cs336_basics/train/toy_stories.py: 0.270 after the
-600 steps, 10.9 CPU minutes on one thread; handout/README.md, "Training your model")."""
+The defaults fit a laptop CPU: on a 2-core CPU the reference reaches validation loss <= 3.6 on
+the course corpus (cs336_basics/corpus) within 15 minutes (3.49 after the 600 steps, 12.7 CPU
+minutes on one thread; handout/README.md, "Training your model")."""
 
 import dataclasses
 import math
