@@ -155,8 +155,9 @@ def generate_stories(loaded, params: dict, indices: range) -> list[dict]:
     return records
 
 
-def batch_file(work: Path, batch: int) -> Path:
-    return work / f"batch-{batch:05d}.jsonl"
+def batch_file(work: Path, batch: int, suffix: str = "jsonl") -> Path:
+    """A finished batch's records (.jsonl), or the claim of the process generating it (.claim)."""
+    return work / f"batch-{batch:05d}.{suffix}"
 
 
 def read_work(work: Path) -> list[dict]:
@@ -173,7 +174,7 @@ def claim(work: Path, batch: int) -> bool:
     A claim is a file holding the claimer's pid, created exclusively; a dead claimer's is taken over."""
     if batch_file(work, batch).is_file():
         return False
-    path = work / f"batch-{batch:05d}.claim"
+    path = batch_file(work, batch, "claim")
     for _ in range(2):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -213,7 +214,7 @@ def split_text(stories: list[str]) -> str:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # processes sharing a directory never share one
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
@@ -360,7 +361,7 @@ def run(args) -> int:
             continue
         records = generate_stories(loaded, params, range(batch * b, (batch + 1) * b))
         write_atomic(batch_file(work, batch), "".join(json.dumps(r) + "\n" for r in records).encode())
-        (work / f"batch-{batch:05d}.claim").unlink(missing_ok=True)
+        batch_file(work, batch, "claim").unlink(missing_ok=True)
         progress.update(len(read_work(work)), sum(r["tokens"] for r in records))
     print(file=sys.stderr)
     records = read_work(work)

@@ -54,7 +54,7 @@ def test_corpus_batch_is_claimed_once_while_its_claimer_lives(tmp_path):
 
 def test_corpus_batch_claimed_by_a_dead_process_is_taken_over(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    (tmp_path / "batch-00002.claim").write_text(dead.stdout.strip())
+    corpus_make.batch_file(tmp_path, 2, "claim").write_text(dead.stdout.strip())
     assert corpus_make.claim(tmp_path, 2)
 
 
