@@ -45,7 +45,7 @@ FLOORS: dict[str, Floor] = {
     "block.f64": Floor(3.5e-15, F64, "run_transformer_block vs the block written with built-ins"),
     "block.hf": Floor(2.3e-7, F32, "TransformerBlock vs HF LlamaDecoderLayer"),
     "lm.hf": Floor(2.1e-5, F32, "TransformerLM vs HF LlamaForCausalLM (HF's float32 RoPE angles drift at seq 64)"),
-    "lm.cache": Floor(1.1e-6, F32, "TransformerLM: cached prefix + one token at a time vs the whole sequence"),
+    "lm.cache": Floor(1.2e-6, F32, "TransformerLM: cached prefix + one token at a time vs the whole sequence"),
     "parallel.f32": Floor(3.9e-7, F32, "parallel layers at W = 1, 2, 4 vs the single-process ones: output, every grad"),
     "parallel.f64": Floor(5.7e-16, F64, "parallel layers at W = 1, 2, 4 vs the single-process ones, float64"),
     "parallel.heads": Floor(1.1e-15, F64, "attention split by head at W = 1, 2, 4 vs one process: output, input grad"),
