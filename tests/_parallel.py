@@ -243,8 +243,18 @@ def plan_of(kind: str) -> dict:
     return sharding.sharding_plan(parallel_module(kind, world_size=1, rank=0))
 
 
+def multiprocessing_helpers() -> set[int]:
+    """The processes multiprocessing keeps for the life of this process: the forkserver and the
+    resource tracker, started by the first launch that uses forkserver (or spawn)."""
+    from multiprocessing import forkserver, resource_tracker
+
+    pids = {forkserver._forkserver._forkserver_pid, resource_tracker._resource_tracker._pid}
+    return {pid for pid in pids if pid is not None}
+
+
 def child_pids() -> list[int]:
-    """The live child processes of this process (Linux: /proc; elsewhere multiprocessing's view)."""
+    """The live child processes of this process (Linux: /proc; elsewhere multiprocessing's view),
+    multiprocessing's own helpers aside."""
     import multiprocessing as mp
     import os
     from pathlib import Path
@@ -255,13 +265,15 @@ def child_pids() -> list[int]:
             pids |= {int(pid) for pid in (task / "children").read_text().split()}
         except OSError:
             pass
-    return sorted(pids)
+    return sorted(pids - multiprocessing_helpers())
 
 
 @pytest.fixture(autouse=True)
 def no_process_left_behind():
     """Fails a test after which a process it started is still alive. Processes alive before the
-    test (a grader's forkserver started by another test, say) are not its own."""
+    test are not its own, nor are multiprocessing's forkserver and resource tracker: launch picks
+    forkserver when another thread is alive (a previous test's, in a full run), and the server
+    outlives the launch that started it."""
     before = set(child_pids())
     yield
     assert sorted(set(child_pids()) - before) == [], "a rank outlived its launch"
