@@ -263,7 +263,7 @@ def softmax(x: Float[Tensor, "..."], dim: int = -1) -> Float[Tensor, "..."]:
     masked_row = torch.isneginf(row_max)  # every entry -inf
     exps = torch.exp(x_c - row_max.masked_fill(masked_row, 0.0))  # max exp(0) = 1: no overflow
     total = exps.sum(dim=dim, keepdim=True) + masked_row  # a fully masked row: zeros / 1 = zeros
-    return (exps / total).to(x.dtype)
+    return (exps * total.reciprocal()).to(x.dtype)  # a product's backward is cheaper than a quotient's
     # END SOLUTION
 
 
@@ -312,9 +312,10 @@ def scaled_dot_product_attention(
     # BEGIN SOLUTION
     d_k = Q.shape[-1]
     # einsum, not @: where K broadcasts over a dimension of Q (grouped-query heads), it folds that
-    # dimension into one product per key/value head; matmul would copy K for every query head
-    scores = torch.einsum("...qd,...kd->...qk", Q, K)  # (..., queries, keys)
-    scores = scores.to(_compute_dtype(scores)) * (1.0 / math.sqrt(d_k))  # float32 for half types
+    # dimension into one product per key/value head; matmul would copy K for every query head.
+    # Q is scaled, not the scores: queries x d_k numbers instead of queries x keys.
+    scores = torch.einsum("...qd,...kd->...qk", Q * (1.0 / math.sqrt(d_k)), K)  # (..., queries, keys)
+    scores = scores.to(_compute_dtype(scores))  # float32 for half types
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     probs = softmax(scores, dim=-1).to(V.dtype)  # a fully masked row is zeros, not NaN

@@ -669,7 +669,7 @@ PUBLIC_CASES += [
         "run_scaled_dot_product_attention",
         117,
         attention_case((2, 2), 5, 6, 8, 8, mask="random"),
-        floor=2e-16,
+        floor=4.3e-16,
         dtype=F64,
     ),
     Case(
