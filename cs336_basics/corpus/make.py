@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from cs336_basics.atomic_write import write_atomic
 from cs336_basics.corpus import DATA, EOT, SPLITS, split_path
 from cs336_basics.corpus.words import ADJECTIVES, FEATURES, NOUNS, VERBS
 
@@ -211,12 +212,6 @@ def assemble(records: list[dict]) -> tuple[dict[str, list[str]], dict[str, list[
 
 def split_text(stories: list[str]) -> str:
     return "".join(s + EOT for s in stories)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # processes sharing a directory never share one
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path = DATA) -> dict:

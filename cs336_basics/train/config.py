@@ -209,13 +209,3 @@ def load_config(
     if check:
         config.check()
     return config
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """`text` to a temporary name beside `path`, then renamed over it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

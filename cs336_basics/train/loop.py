@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from cs336_basics.atomic_write import write_atomic
 from cs336_basics.data import get_batch
 from cs336_basics.nn.functional import cross_entropy
 from cs336_basics.nn.modules import TransformerLM
@@ -27,7 +28,7 @@ from cs336_basics.optim import AdamW, get_lr_cosine_schedule, gradient_clipping
 from cs336_basics.serialization import load_checkpoint, read_checkpoint, save_checkpoint
 from cs336_basics.train import metrics as M
 from cs336_basics.train import tokens as T
-from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml, write_text_atomic
+from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml
 
 CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"
 
@@ -164,7 +165,7 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
         done = [r for r in M.read_metrics(run_dir) if r["step"] <= start and "train_loss" in r]
         offset = {k: done[-1][k] for k in offset} if done else offset
     if rank == 0:
-        write_text_atomic(run_dir / CONFIG, config.to_toml())
+        write_atomic(run_dir / CONFIG, config.to_toml())
         M.truncate_metrics(run_dir, start)
     net = model
     if world > 1:

@@ -2,9 +2,11 @@
 records with "train_loss", evaluation records with "valid_loss") and loss.png, the two loss
 curves against the step (matplotlib, Agg backend: no display needed)."""
 
+import io
 import json
-import os
 from pathlib import Path
+
+from cs336_basics.atomic_write import write_atomic
 
 METRICS, PLOT = "metrics.jsonl", "loss.png"
 
@@ -19,10 +21,7 @@ def read_metrics(run_dir: Path) -> list[dict]:
 def truncate_metrics(run_dir: Path, step: int) -> None:
     """Keep only the records up to `step` (a resumed run repeats what came after its checkpoint)."""
     kept = [r for r in read_metrics(run_dir) if r["step"] <= step]
-    path = run_dir / METRICS
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
-    os.replace(tmp, path)
+    write_atomic(run_dir / METRICS, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 def append_metrics(run_dir: Path, record: dict) -> None:
@@ -51,11 +50,9 @@ def plot_losses(run_dir: Path, title: str = "") -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    path = run_dir / PLOT
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
+    png = io.BytesIO()
     try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, path)
+        fig.savefig(png, format="png")
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
+    write_atomic(run_dir / PLOT, png.getvalue())

@@ -8,14 +8,14 @@ reuses them. Every file is written to a temporary name and renamed."""
 import hashlib
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
+from cs336_basics.atomic_write import write_atomic
 from cs336_basics.tokenizer.tokenizer import Tokenizer
 from cs336_basics.tokenizer.train_bpe import train_bpe
-from cs336_basics.train.config import EOT, TrainConfig, write_text_atomic
+from cs336_basics.train.config import EOT, TrainConfig
 
 VOCAB, MERGES, META = "vocab.json", "merges.txt", "tokens.json"
 
@@ -79,11 +79,11 @@ def make_tokenizer(config: TrainConfig, run_dir: Path, train_text: str) -> Token
         return Tokenizer.from_files(vocab_file, merges_file, [EOT])
     else:
         text_file = run_dir / "train.txt"
-        write_text_atomic(text_file, train_text)
+        write_atomic(text_file, train_text)
         vocab, merges = train_bpe(text_file, config.vocab_size, [EOT])
         tokenizer = Tokenizer(vocab, merges, [EOT])
     tokenizer.to_files(vocab_file, merges_file)
-    write_text_atomic(key_file, json.dumps(key) + "\n")
+    write_atomic(key_file, json.dumps(key) + "\n")
     return tokenizer
 
 
@@ -91,12 +91,7 @@ def _encode(tokenizer: Tokenizer, text: str, out: Path) -> int:
     ids = np.fromiter(tokenizer.encode_iterable(io.StringIO(text)), dtype=np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= 1 << 16):
         raise ValueError(f"token ids must fit uint16 (vocab_size <= 65536), got ids up to {ids.max()}")
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        ids.astype(np.uint16).tofile(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_atomic(out, ids.astype(np.uint16).tobytes())
     return int(ids.size)
 
 
@@ -112,7 +107,7 @@ def encode_splits(tokenizer: Tokenizer, run_dir: Path, splits: dict[str, str]) -
         if all(meta.get(k) == v for k, v in key.items()) and all((run_dir / f"{s}.u16").is_file() for s in splits):
             return
     counts = {f"{s}_tokens": _encode(tokenizer, splits[s], run_dir / f"{s}.u16") for s in sorted(splits)}
-    write_text_atomic(meta_file, json.dumps({**key, **counts}, indent=1) + "\n")
+    write_atomic(meta_file, json.dumps({**key, **counts}, indent=1) + "\n")
 
 
 def load_split(run_dir: Path, split: str, context_length: int) -> np.memmap:
