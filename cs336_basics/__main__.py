@@ -1,8 +1,12 @@
-"""`python -m cs336_basics ...` is `cs336 ...`; under torchrun (`torchrun --nproc-per-node 2 -m
-cs336_basics generate --tensor-parallel 2 "..."`) every rank runs it."""
+"""`python -m cs336_basics ...` is `cs336 ...` (the staff's commands too, where they are installed);
+under torchrun (`torchrun --nproc-per-node 2 -m cs336_basics generate --tensor-parallel 2 "..."`)
+every rank runs it."""
 
 import sys
 
-from cs336_basics.cli import main
+try:
+    from cs336_basics.staff.cli import main
+except ModuleNotFoundError:  # the student handout: no staff package
+    from cs336_basics.cli import main
 
 sys.exit(main())

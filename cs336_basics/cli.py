@@ -1,5 +1,5 @@
-"""`cs336`: the course's command line: `status`, `submit`, `generate` and `train`. `main(argv, add_commands)`
-lets another entry point add subcommands to these."""
+"""`cs336`: the course's command line. `main(argv, add_commands)` lets the staff's entry point
+(cs336_basics/staff/cli.py) add its commands to these."""
 
 import argparse
 import sys
@@ -10,7 +10,7 @@ from cs336_basics.train import cli as train_cli
 
 
 def main(argv: list[str] | None = None, add_commands: Callable | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cs336", description=__doc__)
+    parser = argparse.ArgumentParser(prog="cs336", description="The course's command line: one subcommand each.")
     commands = parser.add_subparsers(dest="command", required=True)
     status.add_command(commands)
     submit.add_command(commands)

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from cs336_basics import COMPONENTS
 from cs336_basics.builtin_guard import BANNED, assert_no_builtins
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
 from cs336_basics.testing import compare, likely_mistakes
@@ -115,10 +116,29 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+def pytest_addoption(parser):
+    parser.addoption("--all", action="store_true", help="run the second tier too: the tests marked slow")
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2; the staff suite runs its own)"
     )
+    config.addinivalue_line(
+        "markers", "slow: the second tier, run by `pytest --all`, by -m slow, or when named by path"
+    )
+
+
+def _keep_only_the_first_tier(config, items) -> None:
+    """`pytest` alone runs the first tier; --all, a -m expression or test paths given on the
+    command line run what they select, slow tests included."""
+    named = config.args_source != pytest.Config.ArgsSource.TESTPATHS
+    if config.getoption("--all") or config.getoption("markexpr") or named:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 # The tensor-parallel pieces in the order the handout README's "parallel" section builds them,
@@ -141,11 +161,34 @@ def parallel_piece(nodeid: str) -> int:
     return min(found)[1] if found else len(PARALLEL_PIECES)
 
 
+# `-k NAME` with one of these names selects that one's tests only. pytest's -k matches substrings,
+# so on its own "block" would also select ffn_block's tests and "train" (the training run,
+# `cs336 train`) train_bpe's. A test belongs to the longest of these names its id contains
+# (tests/staff/test_test_selection.py checks that no id contains two that are not nested).
+SELECTABLE = (*COMPONENTS, "train")
+
+
+def own_name(nodeid: str) -> str | None:
+    """The name in SELECTABLE a test belongs to: the longest one its id contains."""
+    return max((n for n in SELECTABLE if n in nodeid.lower()), key=len, default=None)
+
+
+def _keep_only_own_tests(config, items) -> None:
+    keyword = (config.getoption("keyword") or "").strip()
+    if keyword in SELECTABLE:
+        others = [item for item in items if own_name(item.nodeid) != keyword]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if own_name(item.nodeid) == keyword]
+
+
 def pytest_collection_modifyitems(config, items):
     """Snapshot tests (`test_<component>_matches_fixture`) first: a component's first failure is
     then the comparison with its fixture, which names the likely mistake. The parallel tests, in
     the slots they then hold, in PARALLEL_PIECES order. The slow SmolLM2 tests (real weights) run
     only when -k names smollm2, or in the course staff's own suite."""
+    _keep_only_own_tests(config, items)
+    _keep_only_the_first_tier(config, items)
     keyword = config.getoption("keyword") or ""
     if "smollm2" not in keyword:
         slow = [item for item in items if item.get_closest_marker("smollm2") and "staff" not in item.path.parts]

@@ -128,6 +128,17 @@ BUILTIN_OPTIM = {
 }
 
 
+def top_p_by_sorting(probs, top_p):
+    """Nucleus filtering as Holtzman et al. (2020) define it, over the whole sorted row: keep the
+    most likely tokens up to and including the first whose cumulative probability reaches top_p,
+    then renormalise."""
+    sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+    before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # mass of the tokens ahead of each
+    kept_sorted = torch.where(before < top_p, sorted_probs, torch.zeros_like(sorted_probs))
+    kept = torch.zeros_like(probs).scatter(-1, order, kept_sorted)
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
 def get_batch_python(dataset, batch_size, context_length, device, generator=None):
     """Batches from Python's `random` and list slices."""
     starts = [random.randrange(len(dataset) - context_length) for _ in range(batch_size)]

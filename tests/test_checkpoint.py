@@ -57,7 +57,7 @@ def saved(tmp_path, steps: int = 3):
 
 
 @pytest.mark.parametrize("to", ["path", "str", "file_object"])
-def test_checkpoint_resumed_training_is_bit_identical(tmp_path, to):
+def test_checkpoint_resumed_run_is_bit_identical(tmp_path, to):
     # 5 steps, save, load into a fresh model and optimizer, 4 more == 9 steps without the stop
     model, optimizer = new()
     train(model, optimizer, range(5))

@@ -9,7 +9,6 @@ from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import TransformerLM, TransformerLMConfig, convert
 from cs336_basics.nn.convert_llama import LAYER_NAMES, TOP_NAMES
 
-from . import _llama_oracles as L
 from ._helpers import assert_close
 from .adapters import run_transformer_lm
 from .floors import MaxErrors, tol
@@ -27,40 +26,25 @@ def config(tie=False):
     return TransformerLMConfig(V, CTX, D, LAYERS, HEADS, H, THETA, KV, tie_embeddings=tie)
 
 
-@pytest.fixture(scope="module")
-def hf():
-    return L.import_hf()
-
-
-def ours_and_hf(hf, tie=False, seed=0):
-    theirs = L.hf_model(hf, L.llama_config(hf, d_model=D, num_heads=HEADS, num_kv_heads=KV, d_ff=H, vocab_size=V,
-                                          theta=THETA, num_layers=LAYERS, max_pos=CTX, tie=tie), seed)  # fmt: skip
-    return L.ours_from(theirs, TransformerLM(config(tie))), theirs
-
-
 def ids_of(seq=11, seed=0):
     return torch.randint(0, V, (2, seq), generator=torch.Generator().manual_seed(seed))
 
 
-@pytest.mark.parametrize("tie", [False, True], ids=["untied", "tied"])
-def test_lm_matches_hf_llama_for_causal_lm(hf, tie):
-    ours, theirs = ours_and_hf(hf, tie)
-    ids = ids_of()
-    with torch.no_grad():
-        assert_close(ours(ids), theirs(ids).logits, tol("lm.hf"), "logits vs LlamaForCausalLM")
+def seeded_model(tie=False, seed=0) -> TransformerLM:
+    torch.manual_seed(seed)
+    return TransformerLM(config(tie))
 
 
-def test_lm_adapter_takes_cs336_names_and_a_sequence_shorter_than_the_context(hf):
-    ours, theirs = ours_and_hf(hf)
+def test_lm_adapter_takes_cs336_names_and_a_sequence_shorter_than_the_context():
+    ours = seeded_model()
     weights = dict(ours.state_dict())
     ids = ids_of(seq=5)
     with torch.no_grad():
-        actual = run_transformer_lm(V, CTX, D, LAYERS, HEADS, H, THETA, weights, ids)
-        assert_close(actual, theirs(ids).logits, tol("lm.hf"), "run_transformer_lm vs LlamaForCausalLM")
+        assert torch.equal(run_transformer_lm(V, CTX, D, LAYERS, HEADS, H, THETA, weights, ids), ours(ids))
 
 
-def test_lm_loads_meta_names(hf):
-    ours, _ = ours_and_hf(hf)
+def test_lm_loads_meta_names():
+    ours = seeded_model()
     meta = {}
     for key, value in ours.state_dict().items():
         if key.startswith("layers."):
@@ -103,14 +87,8 @@ def test_lm_cached_prefix_gives_the_same_logits():
 
 def measure_floors(seeds=range(10)) -> dict[str, float]:
     """{floor name: max scaled error over `seeds`} of every comparison above."""
-    floors, hf = MaxErrors(), L.import_hf()
+    floors = MaxErrors()
     for seed in seeds:
-        for tie in (False, True):
-            ours, theirs = ours_and_hf(hf, tie, seed)
-            with torch.no_grad():
-                for seq in (5, 11, CTX):
-                    ids = ids_of(seq, seed)
-                    floors.keep("lm.hf", ours(ids), theirs(ids).logits)
         torch.manual_seed(seed)
         model, ids = TransformerLM(config()), ids_of(seed=seed)
         with torch.no_grad():

@@ -11,7 +11,6 @@ from cs336_basics.nn import MultiHeadSelfAttention, RotaryPositionalEmbedding
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.kv_cache import KVCache
 
-from . import _llama_oracles as L
 from . import oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_multihead_self_attention, run_multihead_self_attention_with_rope
@@ -66,28 +65,6 @@ def test_mha_with_rotation_and_positions_matches_torch_builtins(heads):
     assert_close(actual, expected, tol("mha.f64"), heads)
 
 
-@pytest.fixture(scope="module")
-def hf():
-    return L.import_hf()
-
-
-def ours_and_hf(hf, num_heads, num_kv_heads, seed=0):
-    config = L.llama_config(hf, d_model=D, num_heads=num_heads, num_kv_heads=num_kv_heads, theta=THETA, max_pos=MAX_LEN)
-    theirs = L.hf_attn(hf, config, seed)
-    rope = RotaryPositionalEmbedding(THETA, D // num_heads, MAX_LEN)
-    return L.ours_from(theirs, MultiHeadSelfAttention(D, num_heads, num_kv_heads, rope)), theirs, config
-
-
-@pytest.mark.parametrize("heads", HEADS)
-def test_mha_matches_hf_llama_with_positions_not_arange(hf, heads):
-    ours, theirs, config = ours_and_hf(hf, *HEADS[heads])
-    x, positions = x_of(dtype=F32), POSITIONS.expand(2, -1)
-    with torch.no_grad():
-        assert_close(
-            ours(x, positions), L.hf_attn_forward(hf, config, theirs, x, positions), tol("mha.hf"), f"{heads} vs HF"
-        )
-
-
 def test_mha_output_at_a_position_ignores_later_tokens():
     w = weights(4, 2)
     x = x_of()
@@ -98,9 +75,13 @@ def test_mha_output_at_a_position_ignores_later_tokens():
     assert torch.equal(a[:, :5], b[:, :5]) and not torch.allclose(a[:, 5:], b[:, 5:])
 
 
+def seeded_mha(num_heads, num_kv_heads, seed=0) -> MultiHeadSelfAttention:
+    torch.manual_seed(seed)
+    return MultiHeadSelfAttention(D, num_heads, num_kv_heads, RotaryPositionalEmbedding(THETA, D // num_heads, MAX_LEN))
+
+
 def test_mha_cached_steps_match_the_whole_sequence():
-    torch.manual_seed(0)
-    module = MultiHeadSelfAttention(D, 4, 2, RotaryPositionalEmbedding(THETA, D // 4, MAX_LEN))
+    module = seeded_mha(4, 2)
     x = x_of(dtype=F32)
     cache = KVCache(MAX_LEN)
     with torch.no_grad():
@@ -125,17 +106,16 @@ def test_mha_causal_mask_lets_each_query_see_itself_and_earlier_keys(num_queries
 
 def measure_floors(seeds=range(20)) -> dict[str, float]:
     """{floor name: max scaled error over `seeds`} of every comparison above."""
-    floors, hf = MaxErrors(), L.import_hf()
+    floors = MaxErrors()
     for seed in seeds:
         for nh, nkv in HEADS.values():
             w, x = weights(nh, nkv, seed), x_of(seed)
             floors.keep("mha.f64", run_multihead_self_attention(D, nh, **w, in_features=x), builtin_mha(nh, w, x))
             floors.keep("mha.f64", run_multihead_self_attention_with_rope(D, nh, MAX_LEN, THETA, **w, in_features=x, token_positions=POSITIONS),
                         builtin_mha(nh, w, x, POSITIONS, rope=True))  # fmt: skip
-            ours, theirs, config = ours_and_hf(hf, nh, nkv, seed)
-            x32, pos = x_of(seed, F32), POSITIONS.expand(2, -1)
+            ours = seeded_mha(nh, nkv, seed)
+            x32 = x_of(seed, F32)
             with torch.no_grad():
-                floors.keep("mha.hf", ours(x32, pos), L.hf_attn_forward(hf, config, theirs, x32, pos))
                 cache = KVCache(MAX_LEN)
                 steps = [ours(x32[:, :4], kv_cache=cache)] + [
                     ours(x32[:, i : i + 1], kv_cache=cache) for i in range(4, SEQ)

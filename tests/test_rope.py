@@ -48,25 +48,6 @@ def test_rope_adapter_with_per_batch_positions():
     assert_close(out.double(), oracles.rope_complex(x.double(), THETA, positions), tol("rope.f32"), "run_rope")
 
 
-def hf_rotate_half_rope(x, positions):
-    """HF's apply_rotary_pos_emb on x with its dimensions de-interleaved (pairs -> halves), then re-interleaved."""
-    from ._llama_oracles import import_hf, llama_config, position_embeddings
-
-    hf = import_hf()
-    apply_rotary_pos_emb = hf.ml.apply_rotary_pos_emb
-    config = llama_config(hf, d_model=D_K, num_heads=1, num_kv_heads=1, theta=THETA, max_pos=MAX_LEN)
-    halves = torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)  # (..., seq, d_k)
-    cos, sin = position_embeddings(hf, config, halves, positions[None])
-    out, _ = apply_rotary_pos_emb(halves, halves, cos, sin, unsqueeze_dim=0)
-    return torch.stack([out[..., : D_K // 2], out[..., D_K // 2 :]], dim=-1).flatten(-2).reshape(x.shape)
-
-
-def test_rope_matches_hf_rotate_half_on_deinterleaved_dims():
-    x = x_of(dtype=F32)
-    expected = hf_rotate_half_rope(x, POSITIONS)
-    assert_close(run_rope(D_K, THETA, MAX_LEN, x, POSITIONS), expected, tol("rope.hf"), "RoPE vs HF rotate-half")
-
-
 def test_rope_bfloat16_is_computed_in_float32():
     x = x_of(2, dtype=BF16)
     out = run_rope(D_K, THETA, MAX_LEN, x, POSITIONS)
@@ -118,7 +99,6 @@ def measure_floors(seeds=range(50)) -> dict[str, float]:
         x32 = x_of(2, seed=seed, dtype=F32)
         truth = oracles.rope_complex(x32.double(), THETA, POSITIONS)
         floors.keep("rope.f32", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), truth)
-        floors.keep("rope.hf", run_rope(D_K, THETA, MAX_LEN, x32, POSITIONS), hf_rotate_half_rope(x32, POSITIONS))
         xb = x_of(2, seed=seed, dtype=BF16)
         floors.keep("rope.bf16", run_rope(D_K, THETA, MAX_LEN, xb, POSITIONS),
                     oracles.rope_complex(xb.double(), THETA, POSITIONS))  # fmt: skip

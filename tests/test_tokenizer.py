@@ -56,7 +56,7 @@ def smol2_vocab():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_tokenizer_encode_equals_hf_tokenizers_on_a_trained_vocabulary(seed):
+def test_tokenizer_encode_equals_hf_tokenizers_on_a_learned_vocabulary(seed):
     vocab, merges = trained()
     sample = text(seed)
     ours = get_tokenizer(vocab, merges, SPECIALS).encode(sample)

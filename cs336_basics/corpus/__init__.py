@@ -6,8 +6,7 @@ SmolLM2-135M-Instruct weights, stored xz-compressed inside the package so that i
     text = read_split("train")  # the stories, each followed by EOT, as TinyStories' text files
 
 data/manifest.json says how it was made (seed, word lists, features, model file hash, sampling,
-counts, sha256 of each split's text); `uv run cs336 corpus` regenerates it (cs336_basics/corpus/make.py)
-and `uv run cs336 corpus --check` compares the stored text with a fresh generation of its first stories."""
+counts, sha256 of each split's text). The course staff wrote it, and check it, with their own tools."""
 
 import json
 import lzma
@@ -29,7 +28,7 @@ def read_split(split: str) -> str:
     """The text of `split` ("train" or "valid"): stories separated by EOT, each followed by EOT."""
     path = split_path(split)
     if not path.is_file():
-        raise FileNotFoundError(f"no corpus file {path} (uv run cs336 corpus writes it)")
+        raise FileNotFoundError(f"no corpus file {path}: the package is incomplete (reinstall it)")
     return lzma.decompress(path.read_bytes()).decode("utf-8")
 
 

@@ -33,7 +33,7 @@ def add_commands(commands) -> None:
 
     handout.add_command(commands)
 
-    from cs336_basics.corpus import make as corpus
+    from cs336_basics.staff import corpus_make as corpus
 
     corpus.add_command(commands)
 

@@ -9,6 +9,8 @@ rewrites an input, and rewrites an expected output only if it moved by more than
 "Fixtures").
 """
 
+import functools
+import mmap
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +40,33 @@ def mistake_output(case: Case, mistake, inputs: dict) -> torch.Tensor | None:
             return None
 
 
+def _spy(flags: mmap.mmap, i: int, fn):
+    @functools.wraps(fn)
+    def called(*args, **kwargs):
+        flags[i] = 1
+        return fn(*args, **kwargs)
+
+    return called
+
+
+def reached(case: Case, inputs: dict) -> set[tuple[int, str]]:
+    """The (id(owner), attribute) of each function the catalogue replaces that the reference calls
+    on these inputs, here or in a forked process (the parallel ranks): a mistake in a function the
+    case never reaches leaves its output as the reference's, so it need not be run."""
+    targets = list({(id(m.owner), m.attribute): (m.owner, m.attribute) for m in MISTAKES}.values())
+    originals = [getattr(owner, attribute) for owner, attribute in targets]
+    flags = mmap.mmap(-1, len(targets))  # anonymous and shared: forked children write to it too
+    try:
+        for i, ((owner, attribute), fn) in enumerate(zip(targets, originals, strict=True)):
+            setattr(owner, attribute, _spy(flags, i, fn))
+        with torch.no_grad():
+            getattr(adapters(), case.adapter)(**inputs)
+    finally:
+        for (owner, attribute), fn in zip(targets, originals, strict=True):
+            setattr(owner, attribute, fn)
+    return {(id(owner), attribute) for i, (owner, attribute) in enumerate(targets) if flags[i]}
+
+
 def fingerprints(case: Case, inputs: dict, expected: torch.Tensor) -> dict[str, Fingerprint]:
     """For a public case, each catalogued mistake whose output on these inputs (in the case's
     dtype) fails the case: its values at the PROBES elements where it is furthest from the
@@ -45,8 +74,10 @@ def fingerprints(case: Case, inputs: dict, expected: torch.Tensor) -> dict[str, 
     cases get none. A mistake that raises here is not fingerprinted."""
     if case.hidden:
         return {}
-    found = {}
+    found, calls = {}, reached(case, inputs)
     for mistake in MISTAKES:
+        if (id(mistake.owner), mistake.attribute) not in calls:
+            continue
         wrong = mistake_output(case, mistake, inputs)
         if not isinstance(wrong, torch.Tensor):
             continue

@@ -31,6 +31,7 @@ from tests.oracles import builtin_kernels
 # The modules whose measure_floors() measure the entries of tests/floors.py, in COMPONENTS order.
 MEASURED_BY = (
     "tests.staff.test_hf_oracles",
+    "tests.staff.test_hf_llama",
     "tests.test_attention",
     "tests.test_rope",
     "tests.test_mha",

@@ -10,6 +10,8 @@ from cs336_basics.staff.cases import cases_of
 from cs336_basics.tokenizer import tensors as T
 from tests.oracles import hf_tokenizer, train_bpe_by_recounting
 
+pytestmark = pytest.mark.slow  # second tier: the recounting trainer on every BPE case
+
 TRAIN, TOKENIZE = cases_of("train_bpe"), cases_of("tokenizer")
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from cs336_basics.corpus import EOT, SPLITS, manifest, read_split, read_stories
-from cs336_basics.corpus import make as corpus_make
+from cs336_basics.staff import corpus_make
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -35,6 +35,7 @@ def test_corpus_rejects_an_unknown_split():
         read_split("test")
 
 
+@pytest.mark.slow  # second tier: SmolLM2 generates the first batch again
 def test_corpus_first_batch_is_sampled_again_from_the_seed():
     """The first CHECK_TOKENS new tokens of every story of batch 0, sampled again (the full
     `cs336 corpus --check` regenerates whole stories)."""

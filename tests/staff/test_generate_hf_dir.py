@@ -14,6 +14,8 @@ from cs336_basics.generate import generate
 from cs336_basics.generate_cli import load
 from cs336_basics.staff.cli import main
 
+pytestmark = pytest.mark.slow  # second tier: a transformers checkpoint written and loaded
+
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 

@@ -9,6 +9,8 @@ from cs336_basics.nn import functional as F
 from ..test_dtypes import KERNELS
 from ..test_gradients import _inputs, _masked_logits
 
+pytestmark = pytest.mark.slow  # second tier: numerical gradients of every kernel
+
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_gradcheck_in_float64(name):

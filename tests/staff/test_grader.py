@@ -568,14 +568,24 @@ def samples(reference, gradescope_run) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def graded(samples) -> dict:
+def graded_first(reference) -> dict:
+    """The first tier's gradings: the reference and the untouched handout, in parallel."""
+    samples = {"reference": reference, "handout": reference.parent / "handout"}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {name: pool.submit(grade, path, TEST_CONFIG) for name, path in samples.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def graded(samples, graded_first) -> dict:
     """{sample: GradeReport}, all graded in parallel (threads; the workers are processes)."""
+    samples = {name: path for name, path in samples.items() if name not in graded_first}
     configs = {name: TEST_CONFIG for name in samples}
     configs["reads_fixtures_unsandboxed"] = replace(TEST_CONFIG, isolate=False)
     configs |= {name: PROCESSES_CONFIG for name in ("escapes", "exhausts", "uses_loopback", "writes_results")}
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(grade, path, configs[name]) for name, path in samples.items()}
-        reports = {name: f.result() for name, f in futures.items()}
+        reports = graded_first | {name: f.result() for name, f in futures.items()}
     write_results(reports["writes_results"], samples["handout"].parent / "writes_results.json")
     return reports
 
@@ -591,15 +601,15 @@ def outputs(report, component: str, hidden: bool | None = None) -> list[str]:
 # ------------------------------------------------------------------ scores
 
 
-def test_grader_reference_scores_full_marks(graded):
-    report = graded["reference"]
+def test_grader_reference_scores_full_marks(graded_first):
+    report = graded_first["reference"]
     assert report.component_scores() == scores_if_only(*ALL)
     assert report.score == report.max_score == CONFIG.max_score
     assert all(r.passed for r in report.results)
 
 
-def test_grader_untouched_handout_scores_zero(graded):
-    report = graded["handout"]
+def test_grader_untouched_handout_scores_zero(graded_first):
+    report = graded_first["handout"]
     assert report.score == 0
     assert all("NotImplementedError" in o for o in outputs_of(report, hidden=False))
     assert all(o.endswith("raised an exception") for o in outputs_of(report, hidden=True))  # no type: fewer bits

@@ -32,6 +32,8 @@ from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.handout import build_handout, restore_solutions
 from tests.staff import container
 
+pytestmark = pytest.mark.slow  # second tier: gradings in containers, cgroups and a fake Gradescope
+
 CONFIG = load_config()
 # CPU seconds: the reference's slowest component uses 1.4 (the parallel hidden cases, ranks included)
 TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8))

@@ -1,21 +1,17 @@
 """Staff only: the student handout built by cs336_basics/staff/handout.py.
 
-The handout is built once per module. Its tests run in subprocesses with this interpreter (so
-nothing is installed) and cwd = PYTHONPATH = the handout, whose `cs336_basics` then shadows the
-staff one; the subprocesses run in parallel.
-
-What runs where, to keep this file near 15 s (the public suite alone is ~25 s of CPU):
-  - untouched handout: every public test is collected, as many as with the solutions
-    restored, and the snapshot tests run; they must fail with NotImplementedError.
-  - handout with the solutions restored: the snapshot tests run and pass. Its package is
-    byte-identical to the reference's, and its tests, fixtures and pytest options are the
-    staff repo's, so its collection is the staff repo's collection of the public test files
-    (without running a third pytest) and every other public test passes because it passes in
-    the staff suite.
-Set RESTORED_SELECTION = [] to run the whole public suite on the restored handout (~25 s more CPU).
+The handout is built once per module, and two pytest runs start at once:
+  - the untouched handout, with this interpreter (nothing installed; cwd = PYTHONPATH = the
+    handout, whose `cs336_basics` shadows the staff one): every public test is collected, and the
+    snapshot tests fail with NotImplementedError; the training run skips, naming what to write;
+  - the handout filled with the reference solution, as a student runs it: `uv run pytest` in the
+    handout's own environment, made by uv from the handout's pyproject and lock (offline, from
+    uv's cache; kept between runs under ~/.cache/cs336-basics, keyed by the lock): its whole
+    public suite passes, nothing skipped.
 """
 
 import ast
+import hashlib
 import json
 import os
 import re
@@ -33,7 +29,7 @@ from cs336_basics.staff import handout as H
 REPO = H.REPO
 HIDDEN = {"hidden_fixtures", "staff"}
 SNAPSHOT = ["-k", "matches_fixture"]  # the snapshot tests: test_<component>_matches_fixture
-RESTORED_SELECTION = SNAPSHOT
+TRAINING_RUN = "train_short_run"  # tests/test_train.py's run: skipped on the untouched handout
 # A pytest plugin that writes every collected node id (before -k deselects any) to $PROBE_OUT.
 PROBE = """import json, os, pytest
 
@@ -44,7 +40,8 @@ def pytest_collection_modifyitems(items):
 """
 
 
-def _start(args: list[str], cwd: Path, log: Path, probe_dir: Path | None = None) -> subprocess.Popen:
+def _start(args: list[str], cwd: Path, log: Path, probe_dir: Path | None = None,
+           extra_env: dict | None = None) -> subprocess.Popen:  # fmt: skip
     """Start args in cwd with output to the file `log` (a pipe could fill up and block the child)."""
     path = [str(cwd)] + ([str(probe_dir)] if probe_dir else [])
     env = dict(
@@ -52,15 +49,26 @@ def _start(args: list[str], cwd: Path, log: Path, probe_dir: Path | None = None)
         PYTHONPATH=os.pathsep.join(path),
         PYTHONDONTWRITEBYTECODE="1",
         PROBE_OUT=str(log.with_suffix(".ids")),
+        **(extra_env or {}),
     )
+    env.pop("VIRTUAL_ENV", None)  # the staff's: uv run then uses the handout's own
     env.pop("PYTEST_ADDOPTS", None)
     with open(log, "w") as out:
         return subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def _pytest(root: Path, reports: Path, name: str, *args: str) -> subprocess.Popen:
+def _handout_environment(root: Path) -> Path:
+    """Where uv keeps the handout's environment: one per lock, reused by later runs."""
+    digest = hashlib.sha256((root / "uv.lock").read_bytes() + (root / "pyproject.toml").read_bytes()).hexdigest()
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "cs336-basics" / f"handout-env-{digest[:16]}"
+
+
+def _pytest(root: Path, reports: Path, name: str, *args: str, own_environment: bool = False) -> subprocess.Popen:
+    """pytest in root: with this interpreter, or (own_environment) with `uv run` in the handout's own."""
+    python = ["uv", "run", "--locked", "--offline", "--no-progress", "python"] if own_environment else [sys.executable]
     cmd = [
-        sys.executable,
+        *python,
         "-m",
         "pytest",
         "-q",
@@ -74,7 +82,8 @@ def _pytest(root: Path, reports: Path, name: str, *args: str) -> subprocess.Pope
         "junit_family=xunit1",
         *args,
     ]
-    return _start(cmd, root, reports / f"{name}.log", probe_dir=reports)
+    extra = {"UV_PROJECT_ENVIRONMENT": str(_handout_environment(root))} if own_environment else {}
+    return _start(cmd, root, reports / f"{name}.log", probe_dir=reports, extra_env=extra)
 
 
 def _results(report: Path, root: Path) -> dict[str, tuple[str, str]]:
@@ -108,8 +117,8 @@ def runs(handout, tmp_path_factory) -> dict:
             handout,
             reports / "import.log",
         ),
-        "stub": _pytest(handout, reports, "stub", *SNAPSHOT),
-        "restored": _pytest(restored, reports, "restored", *RESTORED_SELECTION),
+        "stub": _pytest(handout, reports, "stub", "-k", f"matches_fixture or {TRAINING_RUN}", "-rs"),
+        "restored": _pytest(restored, reports, "restored", own_environment=True),
     }
     out = {name: (p.wait(), (reports / f"{name}.log").read_text()) for name, p in procs.items()}
     for name in ("stub", "restored"):
@@ -147,11 +156,11 @@ def test_handout_snapshot_tests_of_every_component_fail_with_not_implemented(run
         assert not wrong, wrong
 
 
-def test_handout_with_solutions_restored_passes_the_tests_it_runs(runs):
+def test_handout_filled_with_the_reference_passes_its_whole_public_suite_in_its_own_environment(runs):
     code, out = runs["restored"]
     assert code == 0, out[-3000:]
     results = runs["restored_results"]
-    assert set(runs["stub_results"]) <= set(results)
+    assert set(runs["stub_results"]) <= set(results) and len(results) == len(runs["restored_ids"])
     assert all(o == "passed" for o, _ in results.values()), {n: r for n, r in results.items() if r[0] != "passed"}
 
 
@@ -342,7 +351,10 @@ def test_handout_smollm2_answers_paris_like_the_reference_and_skips_until_every_
     _skipped_then_passed(handout, tmp_path, "smollm2_answers", "not implemented")
 
 
-def test_handout_short_training_run_skips_until_every_component_works_and_passes_restored(handout, tmp_path):
+def test_handout_short_training_run_skips_until_every_component_works_and_passes_restored(runs):
     """tests/test_train.py on the handout: skipped, naming the first function still to write (the
     loop is given; train_bpe is the first component it calls); with the solutions restored, passed."""
-    _skipped_then_passed(handout, tmp_path, "train_short_run", "not implemented yet: Implement train_bpe")
+    stub = {n: r for n, r in runs["stub_results"].items() if TRAINING_RUN in n}
+    assert [o for o, _ in stub.values()] == ["skipped"], stub
+    assert "not implemented yet: Implement train_bpe" in runs["stub"][1], runs["stub"][1][-2000:]
+    assert [r for n, r in runs["restored_results"].items() if TRAINING_RUN in n] == [("passed", "")]

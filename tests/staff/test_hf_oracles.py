@@ -18,6 +18,8 @@ from cs336_basics.testing import compare
 from .._helpers import assert_close, rand
 from ..floors import MaxErrors, tol
 
+pytestmark = pytest.mark.slow  # second tier: Hugging Face transformers' modules over many seeds
+
 D, H, EPS = 48, 136, 1e-3  # a large eps, so that a module that ignores the config's eps fails
 SHAPES = {"1d": (D,), "3d": (2, 5, D), "4d": (2, 3, 4, D)}
 F32, F64, BF16 = torch.float32, torch.float64, torch.bfloat16
@@ -335,6 +337,20 @@ def test_convert_load_state_dict_rejects_unknown_naming_and_arch():
         convert.load_state_dict(SwiGLUFFN(D, H), {}, naming="pytorch")
     with pytest.raises(ValueError, match="arch 'mistral'"):
         convert.load_state_dict(SwiGLUFFN(D, H), {}, naming="hf", arch="mistral")
+
+
+@pytest.mark.parametrize("vocab, scale", [(1000, 0.5), (5000, 2.0)])
+def test_generate_top_p_keeps_a_wide_nucleus_as_transformers_does(vocab, scale):
+    """Hundreds of tokens in the nucleus: the tokens transformers' TopPLogitsWarper keeps."""
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    from cs336_basics.sampling import top_p_filter
+
+    logits = torch.randn(3, vocab, generator=torch.Generator().manual_seed(4), dtype=torch.float64) * scale
+    ours = top_p_filter(torch.softmax(logits, dim=-1), 0.9)
+    theirs = torch.softmax(TopPLogitsWarper(0.9)(None, logits.clone()), dim=-1)
+    assert int((ours > 0).sum(-1).min()) > 100
+    assert torch.equal(ours > 0, theirs > 0)
 
 
 def measure_floors(seeds=range(50)) -> dict[str, float]:

@@ -39,6 +39,8 @@ from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.grader.static_check import check_package, findings_of
 from cs336_basics.staff.handout import build_handout, restore_solutions
 
+pytestmark = pytest.mark.slow  # second tier: every hostile sample graded in the sandbox
+
 SAMPLES_DIR = Path(__file__).resolve().parent / "hostile"
 CONFIG = load_config()
 # as tests/staff/test_grader.py: room for a loaded CI machine, little for a hang

@@ -24,6 +24,8 @@ from cs336_basics.testing import compare, likely_mistakes
 
 from .. import adapters
 
+pytestmark = pytest.mark.slow  # second tier: every catalogued mistake against every case
+
 FIXTURES = {c.name: load_fixture(c.name) for c in PUBLIC_CASES}
 
 

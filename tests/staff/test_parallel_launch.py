@@ -19,6 +19,8 @@ from cs336_basics.nn.parallel.launch import START_METHOD_ENV, launch
 from .. import _parallel as P
 from ..adapters import run_column_parallel_linear
 
+pytestmark = pytest.mark.slow  # second tier: process groups launched and killed
+
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here
 
 

@@ -15,6 +15,8 @@ from cs336_basics.testing import compare, tolerance
 
 from .. import _parallel as P
 
+pytestmark = pytest.mark.slow  # second tier: a language model split over ranks
+
 CONFIG = TransformerLMConfig(vocab_size=61, context_length=40, d_model=32, num_layers=2, num_heads=4, d_ff=48,
                              rope_theta=500.0, num_kv_heads=2)  # fmt: skip
 PROMPT, NEW = [5, 17, 3, 42, 8], 24

@@ -27,6 +27,8 @@ from ..adapters import (
     run_row_parallel_linear,
 )
 
+pytestmark = pytest.mark.slow  # second tier: process groups of 1 and 4 ranks, DTensor
+
 OTHER_SIZES = (1, 4)
 ALL_SIZES = (1, 2, 4)
 CASE_IDS = [i.replace(f"-W{P.WORLD_SIZE}", "") for i in layers.IDS]  # kind-dtype; the size is a parameter here

@@ -22,6 +22,8 @@ from cs336_basics.testing import compare, tolerance
 
 from ..test_dtypes import DTYPES, KERNELS, inputs
 
+pytestmark = pytest.mark.slow  # second tier: hypothesis over shapes, scales and dtypes
+
 # Max scaled error of ours against the built-in over this domain, the largest of three runs of
 # 600-800 uniform draws per kernel and dtype plus 300-500 hypothesis examples per kernel (the
 # runs agree within ~2x; on the last run the largest error is 0.25 of its tolerance). Below the

@@ -11,6 +11,8 @@ from cs336_basics.testing import scaled_error, tolerance
 
 from ..test_dtypes import EPS, F64, HALF, NAMES, inputs
 
+pytestmark = pytest.mark.slow  # second tier: a measurement of the two cast orders
+
 # ---------------------------------------------------------------------------------------------
 # RMSNorm cast order. Default (CS336): normalise and multiply by the gain in float32, cast once.
 # cast_before_gain=True (Meta llama, HF LlamaRMSNorm): cast the normalised value, then multiply

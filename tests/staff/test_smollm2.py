@@ -14,7 +14,7 @@ from cs336_basics.testing import scaled_error, tolerance
 from .._helpers import assert_close
 from ..test_smollm2 import PARIS_ANSWER_IDS, capital_of_france_answer, chat_ids
 
-pytestmark = pytest.mark.smollm2
+pytestmark = [pytest.mark.smollm2, pytest.mark.slow]  # second tier: the real SmolLM2 weights
 PROMPTS = [
     "What is the capital of France?",
     "Write a haiku about the sea.",

@@ -2,7 +2,9 @@
 
 pytest's -k matches a substring of any name on the test's path (file, test, parameter id), so a
 test id naming another component (`test_parallel_lm_...`, a mistake id `attention-mask_after_softmax`)
-runs under that component too. Checked over COMPONENTS, whatever components are added.
+runs under that component too. Checked over tests.conftest.SELECTABLE (the components and `train`,
+the training run), whatever components are added; tests/conftest.py then keeps, for `-k NAME`,
+only the tests whose own name is NAME ("block" is inside "ffn_block", "train" inside "train_bpe").
 """
 
 import json
@@ -11,7 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cs336_basics import COMPONENTS, REPO
+from cs336_basics import REPO
+from tests.conftest import SELECTABLE, own_name
 
 
 def _selected_by(tmp_path: Path) -> dict[str, list[str]]:
@@ -25,9 +28,9 @@ def _selected_by(tmp_path: Path) -> dict[str, list[str]]:
 
 
 def _nested_in(component: str) -> set[str]:
-    """The other components whose names are substrings of this one's ("block" in "ffn_block"):
-    their -k cannot help selecting it."""
-    return {c for c in COMPONENTS if c != component and c in component}
+    """The other names that are substrings of this one ("block" in "ffn_block"): pytest's -k
+    alone cannot help selecting it."""
+    return {c for c in SELECTABLE if c != component and c in component}
 
 
 def test_no_test_id_names_two_components(tmp_path):
@@ -39,3 +42,24 @@ def test_no_test_id_names_two_components(tmp_path):
         if own and set(components) - {own} - _nested_in(own):
             wrong[nodeid] = components
     assert wrong == {}, "test ids that `-k` selects for more than one component: " + json.dumps(wrong, indent=1)
+
+
+# Files whose ids nest one selectable name in another (the hook's whole job), collected alone.
+NESTED_FILES = ["tests/test_block.py", "tests/test_ffn_block.py", "tests/test_train.py", "tests/test_train_bpe.py"]
+
+
+def _collected(keyword: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-k", keyword,
+                           *NESTED_FILES], cwd=REPO, capture_output=True, text=True)  # fmt: skip
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def test_k_block_selects_no_ffn_block_test():
+    selected = _collected("block")
+    assert selected and all(own_name(n) == "block" for n in selected), [n for n in selected if own_name(n) != "block"]
+
+
+def test_k_train_selects_the_training_run_and_no_train_bpe_test():
+    selected = _collected("train")
+    assert "tests/test_train.py::test_train_short_run_loss_falls_below_the_measured_threshold" in selected
+    assert all(own_name(n) == "train" for n in selected), [n for n in selected if own_name(n) != "train"]

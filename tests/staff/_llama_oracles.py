@@ -4,18 +4,14 @@ cs336_basics.nn.convert (which reorders HF's rotate-half q/k rows into adjacent 
 
 from types import SimpleNamespace
 
-import pytest
 import torch
 
 from cs336_basics.nn import convert
 
 
 def import_hf() -> SimpleNamespace:
-    """Hugging Face transformers, or a skip where it is not installed (the student handout: these
-    comparisons, and transformers' 3-second import, belong to the course staff's suite)."""
-    transformers = pytest.importorskip(
-        "transformers", reason="Hugging Face comparisons run in the course staff's suite"
-    )
+    """Hugging Face transformers (staff only: the handout does not install it)."""
+    import transformers
     from transformers.models.llama import modeling_llama as ml
 
     return SimpleNamespace(transformers=transformers, ml=ml)
