@@ -257,3 +257,33 @@ def _zipped(root: Path) -> Path:
             z.write(path, path.relative_to(root.parent))
     shutil.rmtree(root)
     return archive
+
+
+COPIES = ("exact_copy", "renamed", "reordered", "renamed_reordered", "commented")  # of "reference"
+INDEPENDENT = ("variants", "alternatives")
+UNTOUCHED = ("handout_a", "handout_b")
+
+
+def small_set(dest: Path) -> dict[str, Path]:
+    """Submissions of INDEPENDENT_KERNELS (every other region stubbed), name -> package: the
+    reference's bodies ("reference"), COPIES of them, INDEPENDENT solutions and UNTOUCHED handouts."""
+    reference = reference_bodies([f"functional.{k}" for k in INDEPENDENT_KERNELS])
+    bodies = {
+        "reference": reference,
+        "exact_copy": reference,
+        "renamed": {q: renamed(b) for q, b in reference.items()},
+        "reordered": reference,
+        "renamed_reordered": {q: renamed(b) for q, b in reference.items()},
+        "commented": {q: commented(b) for q, b in reference.items()},
+        "variants": variant_bodies(),
+        "alternatives": alternative_bodies(),
+        **{name: {} for name in UNTOUCHED},
+    }
+    made = {}
+    for name, chosen in bodies.items():
+        made[name] = handout_package(Path(dest) / name)
+        fill(Path(dest) / name, chosen)
+        if "reordered" in name:
+            functional = made[name] / "nn" / "functional.py"
+            functional.write_text(reordered(functional.read_text()))
+    return made

@@ -98,7 +98,7 @@ def written_code(package_dir: Path, given: dict[str, str]) -> str:
     for path in sorted(package_dir.rglob("*.py")):
         rel = path.relative_to(package_dir.parent)
         if any(skipped(p) for p in rel.parts) or path.is_symlink() or not path.is_file():
-            continue
+            continue  # what the grader leaves out (read_written's copy has none of it)
         own = changed_lines(given.get(rel.as_posix(), ""), path.read_text(encoding="utf-8", errors="replace"))
         if own.strip():
             parts.append(f"# ===== {rel.as_posix()}\n{own}")
@@ -213,15 +213,18 @@ def _closest(pairs: list[Pair], graded: set[str]) -> dict[str, Closest]:
 
 def read_written(directory: Path, given: dict[str, str], echo=print) -> dict[str, str]:
     """Each submission of directory (as `cs336 grade-all` finds them: subdirectories and .zip files)
-    -> its written code; one the grader could not unpack is skipped with a line saying why."""
+    -> its written code. Its package is copied as the grader copies it (its limits on files and
+    bytes, no links followed); one the grader would refuse is skipped with a line saying why."""
     from cs336_basics.staff.grader.gradebook import submissions_in
-    from cs336_basics.staff.grader.submission import SubmissionError, unpack
+    from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
 
     written = {}
     for sub in submissions_in(directory):
         with tempfile.TemporaryDirectory(prefix="cs336-similarity-") as scratch:
             try:
-                written[sub.name] = written_code(unpack(sub, Path(scratch)), given)
+                package = Path(scratch) / "copy" / PACKAGE
+                copy_package(unpack(sub, Path(scratch) / "unpacked"), package)
+                written[sub.name] = written_code(package, given)
             except SubmissionError as e:
                 echo(f"similarity: skipped {sub.name}: {e}")
     return written

@@ -4,15 +4,19 @@ is imported when a command runs, so `cs336 status` stays fast."""
 from pathlib import Path
 
 
-def add_options(parser, out_default: str) -> None:
-    """The options `cs336 similarity` and `cs336 grade-all --similarity` share."""
+def add_options(parser, out_flag: str = "--out") -> None:
+    """The options `cs336 similarity` and `cs336 grade-all --similarity` share (the report folder's
+    flag named out_flag; its value is args.out)."""
     from cs336_basics.staff import similarity
 
     parser.add_argument(
         "--against", metavar="DIR", help="earlier cohorts' submissions or public solutions to compare with"
     )
     parser.add_argument(
-        "--out", default=out_default, help="folder for report.html, pairs.csv, written/ (default: %(default)s)"
+        out_flag,
+        dest="out",
+        default="similarity",
+        help="folder for report.html, pairs.csv, written/ (default: %(default)s)",
     )
     parser.add_argument(
         "--threshold",
@@ -37,5 +41,5 @@ def add_command(commands) -> None:
         "similarity", help="(staff) how alike the submissions in DIR are: report.html, pairs.csv (never a score change)"
     )
     p.add_argument("directory", metavar="DIR", help="submissions as grade-all takes them (subdirectories, .zip files)")
-    add_options(p, "similarity")
+    add_options(p)
     p.set_defaults(run=_run)
