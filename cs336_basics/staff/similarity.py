@@ -17,11 +17,12 @@ The rule. What a student wrote is what their files add to the handout's (a line 
 regions in place of their stubs, and any other edit); the handout's given code, every shipped file
 with its solution regions stubbed, is also copydetect's boilerplate, so given code a student moved
 still counts for nothing. A fingerprint is a hash of K_GRAM consecutive characters of the token
-text, every one kept (copydetect's default window of 1: any shared run of K_GRAM is found, and the
-scores do not depend on Python's hash seed). A's similarity to B is the fraction of A's tokens
-inside a fingerprint that B shares; a pair's score is the larger of its two directions (a partial
-submission copied whole scores 1). Similarity is evidence for a person to review; it never changes
-a grade.
+text; winnowing keeps the smallest of each GUARANTEE - K_GRAM + 1 consecutive ones (fewer
+fingerprints: the time and memory of a cohort's pairs), so any shared run of GUARANTEE characters
+is found, shorter ones by chance (which ones depends on Python's hash seed: scores move a little
+between runs). A's similarity to B is the fraction of A's tokens inside a fingerprint that B
+shares; a pair's score is the larger of its two directions (a partial submission copied whole
+scores 1). Similarity is evidence for a person to review; it never changes a grade.
 """
 
 import csv
@@ -30,6 +31,7 @@ import functools
 import os
 import re
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,7 @@ from cs336_basics.staff.handout import PACKAGE, shipped_files, stub_text
 from cs336_basics.submit import skipped
 
 K_GRAM = 25  # copydetect's noise threshold: the shortest match (in token characters) that counts
+GUARANTEE = 35  # copydetect's guarantee threshold: a shared run this long is always found
 # Separates copies (renamed, reordered, commented) from independent solutions of the same kernels
 # with a margin on both sides; benchmarks/similarity.py and tests/staff/test_similarity.py measure it.
 THRESHOLD = 0.5
@@ -112,7 +115,8 @@ def _file_name(name: str) -> str:
 
 def _write_documents(written: dict[str, str], folder: Path) -> dict[str, str]:
     """Each submission's written code to folder/<name>.py; returns path -> submission name."""
-    folder.mkdir(parents=True, exist_ok=True)
+    if written:
+        folder.mkdir(parents=True, exist_ok=True)
     paths, used = {}, set()
     for name, text in written.items():
         stem = _file_name(name)
@@ -168,7 +172,7 @@ def compare(
     from copydetect import CopyDetector
 
     detector = CopyDetector(
-        **dict(noise_t=K_GRAM, guarantee_t=K_GRAM, display_t=threshold, force_language="python"),
+        **dict(noise_t=K_GRAM, guarantee_t=GUARANTEE, display_t=threshold, force_language="python"),
         **dict(autoopen=False, silent=True, out_file=str(work / "report.html"), css_files=["report.css"]),
     )
     for path in tested:
@@ -215,8 +219,7 @@ def read_written(directory: Path, given: dict[str, str], echo=print) -> dict[str
     """Each submission of directory (as `cs336 grade-all` finds them: subdirectories and .zip files)
     -> its written code. Its package is copied as the grader copies it (its limits on files and
     bytes, no links followed); one the grader would refuse is skipped with a line saying why."""
-    from cs336_basics.staff.grader.gradebook import submissions_in
-    from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
+    from cs336_basics.staff.grader.submission import SubmissionError, copy_package, submissions_in, unpack
 
     written = {}
     for sub in submissions_in(directory):
@@ -232,7 +235,7 @@ def read_written(directory: Path, given: dict[str, str], echo=print) -> dict[str
 
 def write_pairs_csv(pairs: list[Pair], path: Path, threshold: float) -> Path:
     """Every pair whose score reaches threshold, highest first, names spreadsheet-safe."""
-    from cs336_basics.staff.grader.gradebook import cell
+    from cs336_basics.staff.grader.spreadsheet import cell
 
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
@@ -269,7 +272,9 @@ def similarity_report(
     out_dir = Path(out_dir)
     result = compare(written, prior, out_dir, threshold, top)
     write_pairs_csv(result.pairs, out_dir / "pairs.csv", threshold)
-    result.detector.generate_html_report()
+    with warnings.catch_warnings():  # copydetect reads its template with importlib.resources.open_text
+        warnings.simplefilter("ignore", DeprecationWarning)
+        result.detector.generate_html_report()
     flagged = sum(p.score >= threshold for p in result.pairs)
     echo(f"similarity: {len(result.pairs)} pairs compared, {flagged} at or above {threshold:g}; wrote {out_dir}/")
     return result

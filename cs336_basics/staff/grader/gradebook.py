@@ -3,9 +3,7 @@ one results.json per submission and a CSV gradebook: submission, points per comp
 maximum, how many lines the static check flagged for staff review (static_check.py), and with
 `cs336 grade-all --similarity` each submission's highest similarity and with whom (similarity.py).
 
-A cell a spreadsheet would read as a formula (text starting with =, +, -, @, a tab or a carriage
-return, e.g. a submission named `=HYPERLINK(...).zip`) is written with a leading apostrophe, as
-OWASP's "CSV Injection" advises; numbers are written as they are.
+A name a spreadsheet would read as a formula is written as text (spreadsheet.py's cell).
 
 Submissions are graded in threads of this process: the workers that run student code are
 separate processes (forked from one shared forkserver), so N threads keep N workers busy.
@@ -19,20 +17,8 @@ from pathlib import Path
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.grade import GradeReport, grade
 from cs336_basics.staff.grader.report import write_results
-
-
-def submissions_in(directory: Path) -> list[Path]:
-    """Subdirectories and .zip files of directory, by name; names starting with '.' are skipped."""
-    found = [p for p in sorted(Path(directory).iterdir()) if not p.name.startswith(".")]
-    return [p for p in found if p.is_dir() or p.suffix.lower() == ".zip"]
-
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def cell(text: str) -> str:
-    """text as a spreadsheet shows it, never runs it: a leading apostrophe before a formula's first character."""
-    return "'" + text if text.startswith(FORMULA_START) else text
+from cs336_basics.staff.grader.spreadsheet import cell
+from cs336_basics.staff.grader.submission import submissions_in
 
 
 def write_gradebook(reports: list[GradeReport], path: Path, components: list[str], closest: dict | None = None) -> Path:
