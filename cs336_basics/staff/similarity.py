@@ -129,23 +129,61 @@ def _write_documents(written: dict[str, str], folder: Path) -> dict[str, str]:
     return paths
 
 
+def _fingerprint(detector) -> None:
+    """copydetect's fingerprints of every file, boilerplate removed, into detector.file_data (as its
+    run() does: the boilerplate's every k-gram, each file's winnowed ones)."""
+    import numpy as np
+    from copydetect.detector import CodeFingerprint
+
+    conf = detector.conf
+    given = [CodeFingerprint(f, conf.noise_t, 1, language=conf.force_language) for f in detector.boilerplate_files]
+    boilerplate = np.unique(np.array([h for g in given for h in g.hashes]))
+    for f in dict.fromkeys(detector.test_files + detector.ref_files):
+        detector.file_data[f] = CodeFingerprint(
+            f, conf.noise_t, conf.window_size, boilerplate, True, conf.force_language
+        )
+
+
+def _score(detector) -> None:
+    """copydetect's compare_files on each pair once, into detector.similarity_matrix (test file,
+    reference file, (test's fraction, reference's fraction)) and token_overlap_matrix, as its run()
+    does, without keeping every pair's matching slices (memory growing with the pairs): the
+    report recomputes them for the pairs it shows."""
+    import numpy as np
+    from copydetect.detector import compare_files
+
+    tests, refs = detector.test_files, detector.ref_files
+    row, column = {f: i for i, f in enumerate(tests)}, {f: j for j, f in enumerate(refs)}
+    detector.similarity_matrix = np.full((len(tests), len(refs), 2), -1.0)
+    detector.token_overlap_matrix = np.full((len(tests), len(refs)), -1)
+    for i, test_f in enumerate(tests):
+        for j, ref_f in enumerate(refs):
+            if test_f == ref_f:
+                continue
+            if row.get(ref_f, len(tests)) < i:  # compared as (ref_f, test_f) already
+                mirror = row[ref_f], column[test_f]
+                detector.similarity_matrix[i, j] = detector.similarity_matrix[mirror][::-1]
+                detector.token_overlap_matrix[i, j] = detector.token_overlap_matrix[mirror]
+                continue
+            tokens, sims, _ = compare_files(detector.file_data[test_f], detector.file_data[ref_f])
+            detector.similarity_matrix[i, j], detector.token_overlap_matrix[i, j] = sims, tokens
+
+
 def _code_list(detector, shown: list[tuple[int, int]]) -> list:
     """copydetect's get_copied_code_list for the pairs in `shown` (test file index, reference file
     index) only: its own lists and highlights every pair above the display threshold (all 19,900
     pairs of 200 copies)."""
+    from copydetect.detector import compare_files
     from copydetect.utils import highlight_overlap
 
     rows = []
     for i, j in shown:
         test_f, ref_f = detector.test_files[i], detector.ref_files[j]
-        if (test_f, ref_f) in detector.slice_matrix:
-            slices_test, slices_ref = detector.slice_matrix[(test_f, ref_f)]
-        else:
-            slices_ref, slices_test = detector.slice_matrix[(ref_f, test_f)]
+        _, _, slices = compare_files(detector.file_data[test_f], detector.file_data[ref_f])
         code = []
-        for f, slices, colour in ((test_f, slices_test, "red"), (ref_f, slices_ref, "green")):
+        for f, where, colour in ((test_f, slices[0], "red"), (ref_f, slices[1], "green")):
             hl = (f"<span class='highlight-{colour}'>", "</span>")
-            code.append(highlight_overlap(detector.file_data[f].raw_code, slices, *hl, 10, True)[0])
+            code.append(highlight_overlap(detector.file_data[f].raw_code, where, *hl, 10, True)[0])
         sims = detector.similarity_matrix[i, j]
         rows.append([sims[0], sims[1], test_f, ref_f, *code, detector.token_overlap_matrix[i, j]])
     return rows
@@ -180,7 +218,8 @@ def compare(
     for path in references:
         detector.add_file(path, "ref")
     detector.add_file(str(boilerplate), "boilerplate")
-    detector.run()
+    _fingerprint(detector)
+    _score(detector)
     names = tested | references
     pairs, where = _pairs(detector, names)
     shown = [where[p] for p in pairs[:top] if p.shared_tokens > 0]
