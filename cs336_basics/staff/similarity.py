@@ -41,8 +41,9 @@ from cs336_basics.submit import skipped
 
 K_GRAM = 25  # copydetect's noise threshold: the shortest match (in token characters) that counts
 GUARANTEE = 35  # copydetect's guarantee threshold: a shared run this long is always found
-# Separates copies (renamed, reordered, commented) from independent solutions of the same kernels
-# with a margin on both sides; benchmarks/similarity.py and tests/staff/test_similarity.py measure it.
+# Between the lowest score of a copy (exact, renamed, reordered, commented) and the highest of an
+# independent solution of the same kernels, far from both: copies.small_set's pairs, printed by
+# `benchmarks/similarity.py --separation` and checked by tests/staff/test_similarity.py.
 THRESHOLD = 0.5
 TOP_PAIRS = 50  # pairs shown side by side in the HTML report
 
@@ -72,6 +73,8 @@ class Closest:
 
 @dataclass
 class Similarity:
+    """What compare found."""
+
     pairs: list[Pair]  # every compared pair, highest score first
     closest: dict[str, Closest]  # per submission; absent where nothing it wrote matched
     detector: object  # the copydetect.CopyDetector that compared them (writes the HTML report)
