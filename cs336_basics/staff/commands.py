@@ -40,3 +40,7 @@ def add_commands(commands) -> None:
     from cs336_basics.staff.grader import cli as grader_cli  # grade, grade-all, autograder
 
     grader_cli.add_commands(commands)
+
+    from cs336_basics.staff import similarity_cli
+
+    similarity_cli.add_command(commands)

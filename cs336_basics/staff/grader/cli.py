@@ -65,7 +65,14 @@ def _grade_all(args) -> int:
     runner.start_forkserver(fork_from_here=True)
     from cs336_basics.staff.grader.gradebook import grade_all
 
-    reports = grade_all(Path(args.directory), Path(args.results_dir), Path(args.gradebook), args.jobs, _config(args))
+    closest = None
+    if args.similarity:  # before grading: reads the submissions only, and a bad option fails early
+        from cs336_basics.staff.similarity import similarity_report
+
+        found = similarity_report(Path(args.directory), Path(args.out), args.against, args.threshold, args.top)
+        closest = found.closest
+    config, results, gradebook = _config(args), Path(args.results_dir), Path(args.gradebook)
+    reports = grade_all(Path(args.directory), results, gradebook, args.jobs, config, closest=closest)
     print(f"graded {len(reports)} submissions; wrote {args.gradebook} and {args.results_dir}/<submission>.json")
     return 0
 
@@ -113,6 +120,14 @@ def add_commands(commands) -> None:
     p.add_argument(
         "--results-dir", default="results", help="one <submission>.json per submission (default: %(default)s)"
     )
+    p.add_argument(
+        "--similarity",
+        action="store_true",
+        help="also compare the submissions pairwise (cs336 similarity; the gradebook gains each one's closest match)",
+    )
+    from cs336_basics.staff.similarity_cli import add_options
+
+    add_options(p, "--similarity-out")
     p.set_defaults(run=_grade_all)
 
     p = commands.add_parser("autograder", help="(staff) write the Gradescope autograder bundle to OUT.zip")

@@ -1,10 +1,9 @@
 """Grade every submission in a directory (its subdirectories and .zip files), N at a time, into
 one results.json per submission and a CSV gradebook: submission, points per component, total,
-maximum, and how many lines the static check flagged for staff review (static_check.py).
+maximum, how many lines the static check flagged for staff review (static_check.py), and with
+`cs336 grade-all --similarity` each submission's highest similarity and with whom (similarity.py).
 
-A cell a spreadsheet would read as a formula (text starting with =, +, -, @, a tab or a carriage
-return, e.g. a submission named `=HYPERLINK(...).zip`) is written with a leading apostrophe, as
-OWASP's "CSV Injection" advises; numbers are written as they are.
+A name a spreadsheet would read as a formula is written as text (spreadsheet.py's cell).
 
 Submissions are graded in threads of this process: the workers that run student code are
 separate processes (forked from one shared forkserver), so N threads keep N workers busy.
@@ -18,51 +17,45 @@ from pathlib import Path
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.grade import GradeReport, grade
 from cs336_basics.staff.grader.report import write_results
+from cs336_basics.staff.grader.spreadsheet import cell
+from cs336_basics.staff.grader.submission import submissions_in
 
 
-def submissions_in(directory: Path) -> list[Path]:
-    """Subdirectories and .zip files of directory, by name; names starting with '.' are skipped."""
-    found = [p for p in sorted(Path(directory).iterdir()) if not p.name.startswith(".")]
-    return [p for p in found if p.is_dir() or p.suffix.lower() == ".zip"]
-
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def cell(text: str) -> str:
-    """text as a spreadsheet shows it, never runs it: a leading apostrophe before a formula's first character."""
-    return "'" + text if text.startswith(FORMULA_START) else text
-
-
-def write_gradebook(reports: list[GradeReport], path: Path, components: list[str]) -> Path:
-    """The CSV gradebook, written to a temporary name and renamed."""
+def write_gradebook(reports: list[GradeReport], path: Path, components: list[str], closest: dict | None = None) -> Path:
+    """The CSV gradebook, written to a temporary name and renamed. With `closest` (submission name ->
+    similarity.Closest), two more columns: each submission's highest similarity and with whom."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", newline="") as f:
         out = csv.writer(f)
-        out.writerow(["submission", *components, "total", "max_score", "review"])
+        similar = ["similarity", "most_similar_to"] if closest is not None else []
+        out.writerow(["submission", *components, "total", "max_score", "review", *similar])
         for r in reports:
             scores = r.component_scores()
-            out.writerow(
-                [
-                    cell(Path(r.submission).name),
-                    *(f"{scores[c]:g}" for c in components),
-                    f"{r.score:g}",
-                    f"{r.max_score:g}",
-                    str(len(r.review)),
-                ]
-            )
+            name = Path(r.submission).name
+            row = [cell(name), *(f"{scores[c]:g}" for c in components), f"{r.score:g}", f"{r.max_score:g}"]
+            row.append(str(len(r.review)))
+            if closest is not None:
+                match = closest.get(name)
+                row += [f"{match.score:.3f}", cell(match.other)] if match else ["0", ""]
+            out.writerow(row)
     os.replace(tmp, path)
     return path
 
 
 def grade_all(
-    directory: Path, results_dir: Path, gradebook: Path, jobs: int = 2, config: GradingConfig | None = None, echo=print
+    directory: Path,
+    results_dir: Path,
+    gradebook: Path,
+    jobs: int = 2,
+    config: GradingConfig | None = None,
+    echo=print,
+    closest: dict | None = None,
 ) -> list[GradeReport]:
     """Grade each submission of directory, `jobs` at a time, into results_dir/<name>.json
-    (alice/ -> alice.json, bob.zip -> bob.zip.json) and the gradebook CSV; returns the reports,
-    like the CSV's rows, in name order."""
+    (alice/ -> alice.json, bob.zip -> bob.zip.json) and the gradebook CSV (with similarity columns
+    from `closest`, see write_gradebook); returns the reports, like the CSV's rows, in name order."""
     config = config or load_config()
     subs = submissions_in(directory)
     if not subs:
@@ -76,5 +69,5 @@ def grade_all(
             write_results(report, Path(results_dir) / f"{sub.name}.json")
             echo(f"{sub.name:<40} {report.score:>7.2f} / {report.max_score:g}  ({report.seconds:.1f} s)")
     ordered = [reports[s] for s in subs]
-    write_gradebook(ordered, gradebook, config.components)
+    write_gradebook(ordered, gradebook, config.components, closest)
     return ordered

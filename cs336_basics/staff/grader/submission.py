@@ -255,6 +255,12 @@ def copy_package(src: Path, dest: Path) -> int:
     return count
 
 
+def submissions_in(directory: Path) -> list[Path]:
+    """Subdirectories and .zip files of directory, by name; names starting with '.' are skipped."""
+    found = [p for p in sorted(Path(directory).iterdir()) if not p.name.startswith(".")]
+    return [p for p in found if p.is_dir() or p.suffix.lower() == ".zip"]
+
+
 def unpack(submission: Path, scratch: Path) -> Path:
     """The submission's package directory: in the directory, in the zip (extracted to scratch), or in
     the only zip file of a directory that holds no package."""
