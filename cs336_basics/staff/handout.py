@@ -43,7 +43,7 @@ ALWAYS_DEV = {"pytest"}  # runs the tests
 STAFF_ONLY_ADDOPTS = ("--jaxtyping-packages=",)
 # Never in the student's environment: the tests that use them skip there (their comparisons run in
 # the staff suite), and installing or importing them would slow every student run.
-STAFF_ONLY_DEV = {"transformers", "accelerate", "hypothesis"}
+STAFF_ONLY_DEV = {"transformers", "accelerate", "hypothesis", "copydetect"}
 
 
 @dataclass
