@@ -33,7 +33,7 @@ from safetensors.torch import save_file  # bound now: the submission may patch t
 
 from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
 from cs336_basics.nn.parallel import launch as _launch  # the grader's launcher, likewise
-from cs336_basics.staff.grader import protocol, seccomp
+from cs336_basics.staff.grader import environment, protocol, seccomp
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
 from cs336_basics.staff.grader.sanitize import clean
 
@@ -89,8 +89,7 @@ def _forget_inherited_modules(code_dir: str) -> None:
     for name in list(sys.modules):
         if name.split(".")[0] in ("cs336_basics", "tests", "adapters"):
             del sys.modules[name]
-    prefixes = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
-    sys.path[:] = [code_dir] + [p for p in sys.path if p and os.path.realpath(p).startswith(prefixes)]
+    sys.path[:] = [code_dir] + environment.import_dirs()
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()
     sys.dont_write_bytecode = True
@@ -184,12 +183,18 @@ def main(job: WorkerJob) -> None:
 
     torch.set_num_threads(1)
     progress = open(protocol.PROGRESS_FILE, "a", buffering=1)
+    if (problem := environment.problem()) is not None:  # as the worker's user: nothing could run
+        with open(protocol.GRADER_BROKEN_FILE, "w") as f:
+            f.write(problem)
+        progress.write(protocol.GRADER_BROKEN + "\n")
+        return
     if job.spec.isolate and not job.may_start_processes:
         seccomp.install_no_new_tasks()  # an OSError here ends the worker: nothing runs unrecorded
     code, module, expected = _pristine_adapters(job.code_dir)
     _forget_inherited_modules(job.code_dir)
     sys.modules["adapters"] = module
     threads = threading.active_count()
+    progress.write(protocol.STARTED + "\n")  # the submission's code runs from here on
     try:
         exec(code, module.__dict__)  # imports the submission's package: its import-time code runs here
     except BaseException as e:  # noqa: BLE001 - anything the student's import raises, SystemExit included
