@@ -3,6 +3,7 @@ a failing rank's exception reaches the caller, a hung group is killed at its tim
 process outlives a launch; inside recording_ranks every rank's calls come back. run_sharded on a rank of a running group gives what a launch gives,
 which lets the public fixture tests share one launch and still fail one case at a time."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def _rank_hangs(rank, world_size):
 
 @pytest.mark.parametrize("dispatch", [False, True])
 def test_parallel_launch_recording_ranks_brings_back_every_rank_s_calls(dispatch):
-    with recording_ranks(dispatch=dispatch) as ranks:
+    with recording_ranks(functools.partial(CallRecorder, dispatch)) as ranks:
         assert launch(_rank_calls_f_linear, 2) == [24.0, 24.0]
     assert ranks.started == ranks.recorded == 2
     assert forbidden_calls("parallel", ranks.calls) == (["F.linear", "aten.linear"] if dispatch else ["F.linear"])
@@ -56,7 +57,7 @@ def test_parallel_launch_recording_ranks_brings_back_every_rank_s_calls(dispatch
 def test_parallel_launch_ranks_record_afresh_under_the_launching_thread_s_recorder():
     """A forked rank inherits the caller's active recorder, which records into a copy that never
     comes back: each rank leaves it and records for itself, and the caller's is left intact."""
-    with CallRecorder() as outer, recording_ranks() as ranks:
+    with CallRecorder() as outer, recording_ranks(CallRecorder) as ranks:
         launch(_rank_calls_f_linear, 2, start_method="fork")
     assert ranks.recorded == 2 and "aten.linear" in ranks.calls
     assert "aten.linear" not in outer.calls  # the caller's process computed nothing

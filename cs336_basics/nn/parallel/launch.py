@@ -7,11 +7,11 @@ as one rank fails, or the time is up, it kills every rank still running (a rank 
 collective whose partner died would otherwise hang) and re-raises the failing rank's exception.
 No rank outlives the call.
 
-Inside `recording_ranks()`, every rank runs `fn` under builtin_guard's CallRecorder, entered in
-the rank once its group is up and before `fn` (so before any of the package's code runs there),
-and sends its record back with its result: what the public tests and the grader check a
-tensor-parallel component's calls with, as they check every other component's in their own
-process.
+Inside `recording_ranks(recorder)`, every rank runs `fn` under a fresh `recorder()` (the tests'
+and the grader's: builtin_guard.CallRecorder), entered in the rank once its group is up and
+before `fn` (so before any of the package's code runs there), and sends its record back with its
+result: the grader checks a tensor-parallel component's calls with it, as it checks every other
+component's in its own process.
 """
 
 import functools
@@ -36,7 +36,6 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from cs336_basics import builtin_guard
 from cs336_basics.nn import convert
 from cs336_basics.nn.parallel import sharding
 from cs336_basics.nn.parallel.comm import choose_backend
@@ -74,10 +73,10 @@ def default_start_method() -> str:
 @dataclass
 class RankRecords:
     """What the ranks launched inside `recording_ranks()` recorded: the union of their calls
-    (canonical names, builtin_guard.call_name), the operators they ran, how many ranks started
-    and how many sent a record back."""
+    (the recorder's names), the operators they ran, how many ranks started and how many sent a
+    record back."""
 
-    dispatch: bool = True  # CallRecorder(dispatch): ATen operators too, not only Python-level calls
+    recorder: Callable[[], Any]  # a context manager with .calls (a set of names) and .operators (an int)
     rank_setup: Callable[[], None] | None = None  # run in each rank before its recorder starts
     calls: set[str] = field(default_factory=set)
     operators: int = 0
@@ -94,11 +93,12 @@ _recording: list[RankRecords] = []  # the innermost active recording_ranks() is 
 
 
 @contextmanager
-def recording_ranks(dispatch: bool = True, rank_setup: Callable[[], None] | None = None) -> Iterator[RankRecords]:
-    """While active, each rank `launch` starts runs its fn under a CallRecorder(dispatch), after
-    rank_setup() (e.g. the grader's seccomp filter), and its record is added to the RankRecords
-    yielded (a rank that fails sends its exception instead, which launch raises)."""
-    records = RankRecords(dispatch, rank_setup)
+def recording_ranks(recorder: Callable[[], Any], rank_setup: Callable[[], None] | None = None) -> Iterator[RankRecords]:
+    """While active, each rank `launch` starts runs its fn under a fresh recorder() (e.g.
+    builtin_guard.CallRecorder), after rank_setup() (e.g. the grader's seccomp filter), and its
+    record is added to the RankRecords yielded (a rank that fails sends its exception instead,
+    which launch raises)."""
+    records = RankRecords(recorder, rank_setup)
     _recording.append(records)
     try:
         yield records
@@ -128,7 +128,7 @@ def _recorded_call(record: RankRecords, fn, args: tuple) -> dict:
     _leave_inherited_recording()
     if record.rank_setup is not None:
         record.rank_setup()
-    with builtin_guard.CallRecorder(record.dispatch) as recorder:
+    with record.recorder() as recorder:
         out = fn(*args)
     if threading.active_count() > 1:  # the recorder sees the calling thread only
         raise RuntimeError("a thread was running in a rank: graded code must run in the thread that calls it")

@@ -225,7 +225,7 @@ def main(job: WorkerJob) -> None:
                 recorder = guard.CallRecorder()
                 originals = _snapshot(kwargs)
                 rank_setup = _rank_sandbox if job.spec.isolate else None
-                with _launch.recording_ranks(rank_setup=rank_setup) as ranks, recorder:
+                with _launch.recording_ranks(guard.CallRecorder, rank_setup) as ranks, recorder:
                     out = functions[adapter](**kwargs)
                     # a plain tensor's values, computed here, while recording: a subclass could
                     # compute them when touched later, unseen
