@@ -15,7 +15,8 @@ FIX = (
     "install Python where every user can read it (setup.sh sets UV_PYTHON_INSTALL_DIR=/opt/uv-python) "
     "and keep the bundle and its .venv out of private directories such as /root"
 )
-# The layer below the directory check: modules a grading imports only after the user switch.
+# The layer below the directory check: modules a grading imports only after the user switch, in
+# workers forked from a process that imported their top-level package.
 LAZY_IMPORTS = ("torch.utils.serialization", "multiprocessing.popen_fork", "multiprocessing.popen_forkserver")
 
 
@@ -51,6 +52,8 @@ def problem() -> str | None:
                 f"to Python's modules in {d}: {FIX}"
             )
     for name in LAZY_IMPORTS:
+        if name.split(".")[0] not in sys.modules:
+            continue  # a submodule of what this process never imported (torch, in the CLI's probe)
         try:
             importlib.import_module(name)
         except Exception as e:  # noqa: BLE001 - any failure here is the environment's
