@@ -136,9 +136,9 @@ BANNED = MappingProxyType(
         # no built-in samples batches or writes checkpoints (torch.save and torch.load are tools)
         "get_batch": _ANYWHERE,
         "checkpoint": _ANYWHERE,
-        # Recorded in the process that calls the adapter only: the ranks it starts are other
-        # processes, and what they call is not seen (PyTorch's DTensor tensor parallelism, the tests'
-        # oracle, is not a torch function either; tests/test_parallel_layers.py counts collectives).
+        # Recorded in the process that calls the adapter and in every rank it starts
+        # (nn/parallel/launch.py, recording_ranks); PyTorch's DTensor tensor parallelism, the tests'
+        # oracle, is not a torch function (tests/test_parallel_layers.py counts collectives).
         "parallel": _ANYWHERE | _LINEAR | _SILU | _GLU,
         # byte-level BPE is Python on bytes: no torch built-in computes it
         "train_bpe": frozenset(),

@@ -240,7 +240,7 @@ PUBLIC_CASES = [
         "run_positionwise_feedforward",
         40,
         positionwise_case(B, 64, 256, activation="silu"),
-        floor=6.0e-7,
+        floor=9.0e-7,
     ),
     Case(
         "ffn_block_llama",
@@ -256,7 +256,7 @@ PUBLIC_CASES = [
         "run_ffn_block",
         23,
         ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True),
-        floor=4.1e-7,
+        floor=4.7e-7,
     ),
     # attention: CS336's shapes (4 x 12 queries, 16 keys, d_k 64) with a mask that is not causal
     # (a causal-only implementation, or an inverted mask, fails) and a query that may attend to
@@ -536,7 +536,7 @@ PUBLIC_CASES = [
 # bfloat16 and float64), so code that hard-codes one of them fails a public test.
 PUBLIC_CASES += [
     Case("linear_2d_bf16", "linear", "run_linear", 100, linear_case((7,), 32, 48), floor=0.0025, dtype=BF16),
-    Case("linear_f64", "linear", "run_linear", 101, linear_case((3,), 16, 24, x_std=2.0), floor=0.0, dtype=F64),
+    Case("linear_f64", "linear", "run_linear", 101, linear_case((3,), 16, 24, x_std=2.0), floor=1.5e-16, dtype=F64),
     # Linear(bias=True) (beyond CS336; the position-wise FFN's layers)
     Case("linear_with_bias", "linear", "run_linear_with_bias", 148, linear_bias_case(B, 32, 40), floor=3.2e-7),
     Case(
@@ -545,7 +545,7 @@ PUBLIC_CASES += [
         "run_linear_with_bias",
         149,
         linear_bias_case((2, 3, 4), 12, 20),
-        floor=1.1e-16,
+        floor=1.9e-16,
         dtype=F64,
     ),
     Case(
@@ -600,7 +600,7 @@ PUBLIC_CASES += [
         "run_softmax",
         107,
         softmax_case((2, 3, 4, 5), dim=2, std=2.0),
-        floor=8.4e-17,
+        floor=9.5e-17,
         dtype=F64,
     ),
     # a fixed reduction axis (dim=2) fails both; activations of ~0.05 make eps = 1e-3 matter
@@ -626,14 +626,14 @@ PUBLIC_CASES += [
         layernorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05, x_mean=-0.2),
         floor=5.1e-7,
     ),
-    Case("swiglu_2d_f64", "swiglu", "run_swiglu", 112, swiglu_case((6,), 24, 72), floor=4.2e-16, dtype=F64),
+    Case("swiglu_2d_f64", "swiglu", "run_swiglu", 112, swiglu_case((6,), 24, 72), floor=5.6e-16, dtype=F64),
     Case(
         "positionwise_ffn_relu_2d_f64",
         "positionwise_ffn",
         "run_positionwise_feedforward",
         113,
         positionwise_case((6,), 24, 40, activation="relu"),
-        floor=3.7e-16,
+        floor=4.0e-16,
         dtype=F64,
     ),
     Case(
@@ -708,7 +708,7 @@ PUBLIC_CASES += [
         "run_transformer_block",
         123,
         block_case(2, 5, 48, 3, 96, 16, 500000.0),
-        floor=3.2e-16,
+        floor=6.1e-16,
         dtype=F64,
     ),
     Case(
@@ -1196,7 +1196,7 @@ HIDDEN_CASES = [
         "run_multihead_self_attention",
         1123,
         mha_case((3,), 1, 32, 8, num_kv_heads=2),
-        floor=2e-7,
+        floor=2.3e-7,
     ),
     # block: multi-query, odd d_ff; a full-length bfloat16 sequence
     hidden(
@@ -1218,7 +1218,7 @@ HIDDEN_CASES = [
     ),
     # lm: one layer, odd vocabulary, the whole context; three layers, tied, multi-query, bfloat16
     hidden(
-        "lm_one_layer_full_context", "lm", "run_transformer_lm", 1141, lm_case(3, 8, 37, 8, 32, 1, 2, 64), floor=6.4e-7
+        "lm_one_layer_full_context", "lm", "run_transformer_lm", 1141, lm_case(3, 8, 37, 8, 32, 1, 2, 64), floor=7.4e-7
     ),
     hidden(
         "lm_tied_mqa_bf16",
@@ -1379,7 +1379,7 @@ HIDDEN_CASES = [
         floor=9.8e-8,
     ),
     hidden(
-        "parallel_row_1d_w4", "parallel", "run_row_parallel_linear", 1202, parallel_row_case((), 36, 5, 4), floor=4.4e-8
+        "parallel_row_1d_w4", "parallel", "run_row_parallel_linear", 1202, parallel_row_case((), 36, 5, 4), floor=5.1e-8
     ),
     hidden(
         "parallel_row_w1",
@@ -1395,7 +1395,7 @@ HIDDEN_CASES = [
         "run_parallel_swiglu",
         1204,
         parallel_ffn_case((2, 3, 4), 20, 40, 4),
-        floor=3e-7,
+        floor=5.0e-7,
     ),
     hidden(
         "parallel_ffn_bf16",

@@ -468,6 +468,63 @@ def test_grader_grades_under_docker_default_capabilities(tmp, name):
         assert not _sysv_keys() & {0x0C533600, 0x0C533601, 0x0C533602}
 
 
+@pytest.mark.skipif(container.available() is not None, reason=str(container.available()))
+def test_grader_refuses_to_grade_where_the_workers_cannot_read_the_environment(tmp):
+    """The interpreter's environment (here the venv, reached through a mode-700 directory, as a
+    bundle unpacked under /root or a pyenv Python would be) is closed to the workers' users: the
+    grader says so and exits non-zero, and results.json holds that message and no test (before:
+    every case failed on a module imported after the user switch, 0 points, exit 0)."""
+    run, env = _fake_autograder(tmp, "docker-unreadable-env", tmp / "reference")
+    private = Path(tempfile.mkdtemp(prefix="cs336-private-"))  # mode 700, in the world-searchable /tmp
+    try:
+        os.symlink(sys.prefix, private / "venv")
+        env["CS336_PYTHON"] = str(private / "venv" / "bin" / "python")
+        done = subprocess.run(container.command([str(run)]), env=env, capture_output=True, text=True)
+    finally:
+        shutil.rmtree(private)
+    path = run.parent.parent / "results" / "results.json"
+    assert done.returncode != 0 and path.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(path.read_text())
+    assert results["tests"] == [] and "score" not in results, done.stdout[-3000:]
+    assert f"cannot read {private}," in results["output"], results["output"]
+    assert "UV_PYTHON_INSTALL_DIR=/opt/uv-python" in results["output"]
+
+
+REFUSED_BY_THE_WORKER = """
+import sys
+from dataclasses import replace
+from pathlib import Path
+from cs336_basics.staff.grader import environment, runner
+from cs336_basics.staff.grader.config import load_config
+
+environment.problem = lambda: "cannot read /nowhere: the fix"  # the forked workers inherit it
+runner.start_forkserver(fork_from_here=True)
+from cs336_basics.staff.grader.grade import grade
+
+config = load_config()
+try:
+    report = grade(Path(sys.argv[1]), replace(config, points={"silu": 5}))
+    print("graded", report.score)
+except runner.WorkerCannotStart as e:
+    print("refused:", e)
+"""
+
+
+def test_grader_refuses_when_a_worker_fails_before_any_student_code(tmp_path):
+    """The worker's own check, below preflight's: a grading whose first worker finds its environment
+    unusable raises WorkerCannotStart (no per-case zeros)."""
+    (tmp_path / "sub" / "cs336_basics").mkdir(parents=True)
+    (tmp_path / "sub" / "cs336_basics" / "__init__.py").write_text("")
+    os.chmod(tmp_path, 0o755)
+    done = subprocess.run(
+        [sys.executable, "-c", REFUSED_BY_THE_WORKER, str(tmp_path / "sub")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.strip() == "refused: cannot read /nowhere: the fix", done.stdout[-2000:] + done.stderr[-2000:]
+
+
 def test_grader_container_out_of_memory_is_the_grader_s_problem_not_the_student_s(monkeypatch, tmp_path):
     spec = sandbox.SandboxSpec(None, str(tmp_path), (), str(tmp_path), CONFIG.limits, isolate=False)
     run = runner.Runner(tmp_path, tmp_path, tmp_path, tmp_path, spec, reveal=False)

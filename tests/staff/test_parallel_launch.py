@@ -1,8 +1,9 @@
 """The launcher behind the tensor-parallel tests and adapters: results come back in rank order,
 a failing rank's exception reaches the caller, a hung group is killed at its timeout, and no
-process outlives a launch. run_sharded on a rank of a running group gives what a launch gives,
+process outlives a launch; inside recording_ranks every rank's calls come back. run_sharded on a rank of a running group gives what a launch gives,
 which lets the public fixture tests share one launch and still fail one case at a time."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -13,8 +14,9 @@ import torch
 import torch.distributed as dist
 
 from cs336_basics import REPO
+from cs336_basics.builtin_guard import CallRecorder, forbidden_calls
 from cs336_basics.nn.parallel import comm
-from cs336_basics.nn.parallel.launch import START_METHOD_ENV, launch
+from cs336_basics.nn.parallel.launch import START_METHOD_ENV, launch, recording_ranks
 
 from .. import _parallel as P
 from ..adapters import run_column_parallel_linear
@@ -37,8 +39,30 @@ def _rank_1_fails_while_rank_0_waits(rank, world_size):
     return rank
 
 
+def _rank_calls_f_linear(rank, world_size):
+    return torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3)).sum().item()
+
+
 def _rank_hangs(rank, world_size):
     time.sleep(3600)
+
+
+@pytest.mark.parametrize("dispatch", [False, True])
+def test_parallel_launch_recording_ranks_brings_back_every_rank_s_calls(dispatch):
+    with recording_ranks(functools.partial(CallRecorder, dispatch)) as ranks:
+        assert launch(_rank_calls_f_linear, 2) == [24.0, 24.0]
+    assert ranks.started == ranks.recorded == 2
+    assert forbidden_calls("parallel", ranks.calls) == (["F.linear", "aten.linear"] if dispatch else ["F.linear"])
+    assert (ranks.operators > 0) == dispatch
+
+
+def test_parallel_launch_ranks_record_afresh_under_the_launching_thread_s_recorder():
+    """A forked rank inherits the caller's active recorder, which records into a copy that never
+    comes back: each rank leaves it and records for itself, and the caller's is left intact."""
+    with CallRecorder() as outer, recording_ranks(CallRecorder) as ranks:
+        launch(_rank_calls_f_linear, 2, start_method="fork")
+    assert ranks.recorded == 2 and "aten.linear" in ranks.calls
+    assert "aten.linear" not in outer.calls  # the caller's process computed nothing
 
 
 def test_parallel_launch_returns_each_rank_result_in_rank_order():

@@ -6,6 +6,12 @@ traceback, to a file in a private directory. The parent waits at most `timeout` 
 as one rank fails, or the time is up, it kills every rank still running (a rank blocked in a
 collective whose partner died would otherwise hang) and re-raises the failing rank's exception.
 No rank outlives the call.
+
+Inside `recording_ranks(recorder)`, every rank runs `fn` under a fresh `recorder()` (the tests'
+and the grader's: builtin_guard.CallRecorder), entered in the rank once its group is up and
+before `fn` (so before any of the package's code runs there), and sends its record back with its
+result: the grader checks a tensor-parallel component's calls with it, as it checks every other
+component's in its own process.
 """
 
 import functools
@@ -18,7 +24,9 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import timedelta
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -62,6 +70,71 @@ def default_start_method() -> str:
     return "fork" if threading.active_count() == 1 else "forkserver"
 
 
+@dataclass
+class RankRecords:
+    """What the ranks launched inside `recording_ranks()` recorded: the union of their calls
+    (the recorder's names), the operators they ran, how many ranks started and how many sent a
+    record back."""
+
+    recorder: Callable[[], Any]  # a context manager with .calls (a set of names) and .operators (an int)
+    rank_setup: Callable[[], None] | None = None  # run in each rank before its recorder starts
+    calls: set[str] = field(default_factory=set)
+    operators: int = 0
+    started: int = 0
+    recorded: int = 0
+
+    @property
+    def complete(self) -> bool:
+        """Every rank that started sent its record back."""
+        return self.recorded == self.started
+
+
+_recording: list[RankRecords] = []  # the innermost active recording_ranks() is last
+
+
+@contextmanager
+def recording_ranks(recorder: Callable[[], Any], rank_setup: Callable[[], None] | None = None) -> Iterator[RankRecords]:
+    """While active, each rank `launch` starts runs its fn under a fresh recorder() (e.g.
+    builtin_guard.CallRecorder), after rank_setup() (e.g. the grader's seccomp filter), and its
+    record is added to the RankRecords yielded (a rank that fails sends its exception instead,
+    which launch raises)."""
+    records = RankRecords(recorder, rank_setup)
+    _recording.append(records)
+    try:
+        yield records
+    finally:
+        _recording.remove(records)
+
+
+def _leave_inherited_recording() -> None:
+    """A forked rank inherits the torch mode stacks and the profiler of the thread that launched
+    it, a recorder's if one was active there: they record into the parent's copy of it, which
+    never comes back. Leave them, so that the rank's own recorder starts on empty stacks."""
+    from torch.overrides import _pop_mode
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    from torch.utils._python_dispatch import _pop_mode as _pop_dispatch_mode
+
+    while torch._C._len_torch_function_stack() > 0:
+        _pop_mode()
+    while _get_current_dispatch_mode_stack():
+        _pop_dispatch_mode()
+    if torch._C._autograd._profiler_enabled():
+        torch.autograd._disable_profiler_legacy()
+
+
+def _recorded_call(record: RankRecords, fn, args: tuple) -> dict:
+    """{"ok": fn(*args), "calls": [...], "operators": n}, fn run under the recorder (a banned
+    call is judged by whoever reads the record, as in the grader's worker)."""
+    _leave_inherited_recording()
+    if record.rank_setup is not None:
+        record.rank_setup()
+    with record.recorder() as recorder:
+        out = fn(*args)
+    if threading.active_count() > 1:  # the recorder sees the calling thread only
+        raise RuntimeError("a thread was running in a rank: graded code must run in the thread that calls it")
+    return {"ok": out, "calls": sorted(recorder.calls), "operators": recorder.operators}
+
+
 def _failure(e: BaseException) -> dict:
     """An exception as the parent will re-raise it, stamped with the time it happened: when one
     rank fails, its partners fail after it (their connections reset), and the parent reports the
@@ -74,7 +147,9 @@ def _failure(e: BaseException) -> dict:
     return {"error": err, "traceback": traceback.format_exc(), "time_ns": time.time_ns()}
 
 
-def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: float | int, fn, args, out: str) -> None:
+def _rank_main(
+    rank: int, world_size: int, port: int, backend: str, timeout: float | int, fn, args, out: str, record
+) -> None:
     torch.set_num_threads(1)  # W ranks share the machine's cores; also keeps a forked OpenMP pool unused
     path = Path(out) / f"rank{rank}.pkl"
     try:
@@ -96,7 +171,10 @@ def _rank_main(rank: int, world_size: int, port: int, backend: str, timeout: flo
         # collective-free fn here without this barrier, 0 of 200 with it).
         dist.barrier()
         try:
-            result = {"ok": fn(rank, world_size, *args)}
+            if record is None:
+                result = {"ok": fn(rank, world_size, *args)}
+            else:
+                result = _recorded_call(record, fn, (rank, world_size, *args))
         except BaseException as e:  # noqa: BLE001 -- recorded before the group goes, see _failure
             result = _failure(e)
         finally:
@@ -140,12 +218,15 @@ def launch(
         raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
     backend = choose_backend(backend)
     ctx = mp.get_context(start_method or default_start_method())
+    record = _recording[-1] if _recording else None
+    if record is not None:
+        record.started += world_size
     with tempfile.TemporaryDirectory(prefix="cs336_parallel_") as out:
         port = free_port()
         procs = [
             ctx.Process(
                 target=_rank_main,
-                args=(r, world_size, port, backend, timeout, fn, args, out),
+                args=(r, world_size, port, backend, timeout, fn, args, out, record),
                 name=f"cs336-rank{r}",
                 daemon=True,
             )
@@ -178,6 +259,10 @@ def launch(
                 res = torch.load(f, pickle_module=pickle, weights_only=False)
             if "error" in res:
                 errors.append((res["time_ns"], r, res))
+            elif record is not None and isinstance(res.get("calls"), list):
+                record.calls.update(str(c) for c in res["calls"])
+                record.operators += int(res.get("operators", 0))
+                record.recorded += 1
             results.append(res.get("ok"))
     if errors:
         _, rank, res = min(errors, key=lambda e: e[:2])  # the first to fail; its partners fail after it

@@ -8,6 +8,7 @@ submission.py    find and copy the submission's package; safe zip extraction
 fresh.py         public cases drawn anew, with a seed the student never sees
 static_check.py  the lines of a submission's source flagged for staff review
 preflight.py     the isolation level this machine allows, probed before grading
+environment.py   whether a worker's user can read and import the grader's Python
 sandbox.py       what a worker may do: namespaces, a private root, limits, its own user
 cgroup.py        a control group per worker: memory, processes, CPU
 seccomp.py       the workers' seccomp filters

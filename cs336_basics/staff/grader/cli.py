@@ -20,6 +20,8 @@ def _refuse_without_sandbox(args) -> int | None:
 
     required = "none" if args.allow_unsandboxed else args.require_isolation
     failed = preflight.missing()
+    if (problem := failed.pop(preflight.ENVIRONMENT, None)) is not None:
+        return _refuse(args, problem)
     level = preflight.level(failed)
     if preflight.LEVELS.index(level) >= preflight.LEVELS.index(required):
         print(f"isolation level: {level}" + (f" (missing: {', '.join(failed)})" if failed else ""))
@@ -39,6 +41,19 @@ def _refuse_without_sandbox(args) -> int | None:
     return 2
 
 
+def _refuse(args, problem: str) -> int:
+    """No worker can run here (preflight's probe, or runner.WorkerCannotStart): say why, write a
+    results.json holding only that (never a score of 0 for anyone), exit 3."""
+    import sys
+
+    from cs336_basics.staff.grader.report import write_refusal
+
+    print(f"cs336: refusing to grade: {problem}", file=sys.stderr)
+    if getattr(args, "results", None):
+        write_refusal(problem, Path(args.results))
+    return 3
+
+
 def _grade(args) -> int:
     if (refused := _refuse_without_sandbox(args)) is not None:
         return refused
@@ -48,7 +63,10 @@ def _grade(args) -> int:
     from cs336_basics.staff.grader.grade import grade
     from cs336_basics.staff.grader.report import summary_table, write_results
 
-    report = grade(Path(args.submission), _config(args))
+    try:
+        report = grade(Path(args.submission), _config(args))
+    except runner.WorkerCannotStart as e:
+        return _refuse(args, str(e))
     path = write_results(report, Path(args.results))
     print(summary_table(report))
     for note in report.notes:
@@ -72,7 +90,10 @@ def _grade_all(args) -> int:
         found = similarity_report(Path(args.directory), Path(args.out), args.against, args.threshold, args.top)
         closest = found.closest
     config, results, gradebook = _config(args), Path(args.results_dir), Path(args.gradebook)
-    reports = grade_all(Path(args.directory), results, gradebook, args.jobs, config, closest=closest)
+    try:
+        reports = grade_all(Path(args.directory), results, gradebook, args.jobs, config, closest=closest)
+    except runner.WorkerCannotStart as e:
+        return _refuse(args, str(e))
     print(f"graded {len(reports)} submissions; wrote {args.gradebook} and {args.results_dir}/<submission>.json")
     return 0
 

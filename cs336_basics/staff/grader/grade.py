@@ -47,7 +47,7 @@ from cs336_basics.staff.grader import protocol, sandbox
 from cs336_basics.staff.grader.cases import GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.fresh import fresh_public_fixtures
-from cs336_basics.staff.grader.runner import ComponentRun, Runner, read_worker_file
+from cs336_basics.staff.grader.runner import ComponentRun, Runner, WorkerCannotStart, read_worker_file
 from cs336_basics.staff.grader.sanitize import clean, hide_paths
 from cs336_basics.staff.grader.static_check import Finding, check_package
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
@@ -258,8 +258,9 @@ def _score(cases: list[GradedCase], points: dict, verdicts: dict[str, tuple[bool
 
 def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
     """Grade a submission directory or zip. Staff problems (a missing fixture, a bad config)
-    raise; problems with the submission, or inside the grader once it runs, become failed
-    tests with a message, so every test is always reported."""
+    raise, as does runner.WorkerCannotStart (a worker failed before any student code ran: the
+    machine cannot grade anyone); problems with the submission, or inside the grader once it
+    runs, become failed tests with a message, so every test is always reported."""
     from cs336_basics.staff.grader import preflight
 
     config = config or load_config()
@@ -364,6 +365,8 @@ def _run(
                         f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out",
                     )
                 )
+        except WorkerCannotStart:
+            raise  # no worker can run here: nothing is graded, nobody is docked
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
             print(traceback.format_exc(), file=sys.stderr)
             report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))

@@ -23,6 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from cs336_basics.staff.grader import environment  # imported as root: the worker's user may not read it
 from cs336_basics.staff.grader.sandbox import MECHANISMS
 
 LEVELS = ("none", "container", "full")  # weakest first
@@ -48,6 +49,9 @@ ALWAYS = (
 )
 
 
+# The key of missing()'s answer that is no mechanism: the worker's user cannot import what a
+# grading imports (environment.problem), so no level can grade: the command refuses outright.
+ENVIRONMENT = "worker environment"
 PROBE_CPU_S = 10  # the probe's RLIMIT_CPU: it runs no student code, so any bound will do
 
 
@@ -65,6 +69,9 @@ def _probe(spec, log: Path) -> None:
             failed = e.missing
         except Exception as e:  # noqa: BLE001 - a worker would die here too: no mechanism can be counted on
             failed = {m: f"entering the sandbox failed: {e!r}" for m in MECHANISMS}
+        else:
+            if (problem := environment.problem()) is not None:  # as the worker's user, in its sandbox
+                failed[ENVIRONMENT] = problem
         os.write(1, b"\n" + json.dumps(failed).encode() + b"\n")
     finally:
         os._exit(0)

@@ -2,7 +2,9 @@
 once. Nothing the worker sends is an object: files in its home directory, read as data.
 
 Progress, a text file the worker appends lines to and the runner polls (only these exact lines
-count): READY after the submission's package was imported, done(component) after each component,
+count): STARTED once the worker's own startup is done, before any of the submission's code runs
+(a worker that ends before it, or writes GRADER_BROKEN with its reason in GRADER_BROKEN_FILE,
+could not run for a reason that is not the student's: the grading is refused); READY after the submission's package was imported, done(component) after each component,
 IMPORT_FAILED (the error text in IMPORT_ERROR_FILE) instead of READY. SANDBOX_NOTES_FILE holds
 the worker's notes on its sandbox, written as root before the user switch (staff only).
 
@@ -15,6 +17,9 @@ arguments (torch.save, read with weights_only).
 """
 
 PROGRESS_FILE = "progress"
+STARTED = "started"
+GRADER_BROKEN = "grader-broken"
+GRADER_BROKEN_FILE = "grader_broken.txt"
 READY = "ready"
 IMPORT_FAILED = "import-failed"
 IMPORT_ERROR_FILE = "import_error.txt"

@@ -119,9 +119,19 @@ def to_gradescope(report: GradeReport) -> dict:
 
 def write_results(report: GradeReport, path: Path) -> Path:
     """Write results.json atomically (a file or link already at path is replaced, never followed)."""
+    return _write_json(to_gradescope(report), path)
+
+
+def write_refusal(message: str, path: Path) -> Path:
+    """results.json for a grading the grader refused (runner.WorkerCannotStart): the message and no
+    test, so that Gradescope reports a failed autograder run, not a score of 0."""
+    return _write_json({"output": f"The autograder could not grade this submission: {message}", "tests": []}, path)
+
+
+def _write_json(results: dict, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(to_gradescope(report), indent=2, ensure_ascii=False).encode("utf-8")  # strict: no surrogates
+    data = json.dumps(results, indent=2, ensure_ascii=False).encode("utf-8")  # strict: no surrogates
     if len(data) > MAX_RESULTS_BYTES:
         raise ValueError(f"results.json would be {len(data)} bytes, over its bound of {MAX_RESULTS_BYTES}")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")

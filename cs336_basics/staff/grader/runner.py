@@ -88,6 +88,11 @@ def start_forkserver(fork_from_here: bool = False) -> None:
         util.spawnv_passfds = spawn
 
 
+class WorkerCannotStart(Exception):
+    """A worker failed before any of the submission's code ran (protocol.STARTED): a problem of the
+    grader or its machine, never the student's, so the grading is refused, not scored."""
+
+
 @dataclass
 class ComponentRun:
     finished: bool  # the worker reported `done <component>`
@@ -312,7 +317,7 @@ class Runner:
         tail = LogTail(log)
         process = self._start(plan, log, home, self._inputs(plan, self.workers), network)
         runs: dict[str, ComponentRun] = {}
-        ready, seen, polls = False, 0, 0
+        started, ready, seen, polls = False, False, 0, 0
         phase_cpu, phase_wall, cpu_limit = 0.0, time.monotonic(), limits.startup_s  # the import, then each component
         used = 0.0
         try:
@@ -324,6 +329,9 @@ class Runner:
                 lines = (raw or b"").decode(errors="replace").split("\n")
                 for line in (lines[:-1] if alive else lines)[seen:]:  # a live worker's last line may be partial
                     seen += 1
+                    started = started or line == protocol.STARTED
+                    if line == protocol.GRADER_BROKEN and not started:
+                        raise WorkerCannotStart(self._grader_broken(home))
                     if line == protocol.IMPORT_FAILED:
                         written = read_worker_file(
                             home / protocol.IMPORT_ERROR_FILE, self.spec.uid, limit=4 * protocol.ERROR_CHARS
@@ -375,6 +383,13 @@ class Runner:
                     else None
                 )
                 if why is not None:
+                    tail.drain()
+                    if not started and why != "budget":  # the budget: spent by earlier workers' student code
+                        raise WorkerCannotStart(
+                            f"a grading process {_exit_text(None if alive else process.exitcode)} before "
+                            f"running any of your code ({why}); last lines of its output:\n"
+                            + log_tail(tail.data, self.code_dir)
+                        )
                     rest = [c for c, _ in plan[len(runs) :]]
                     oom = self.cgroup is not None and not alive and self.cgroup.usage().out_of_memory
                     tail.drain()
@@ -397,6 +412,11 @@ class Runner:
                     f"removed what a worker left in shared places: {', '.join(left[:10])}"
                     + (f" and {len(left) - 10} more" if len(left) > 10 else "")
                 )
+
+    def _grader_broken(self, home: Path) -> str:
+        """Why the worker could not run (written by the grader's code before any student code ran)."""
+        raw = read_worker_file(home / protocol.GRADER_BROKEN_FILE, self.spec.uid, limit=4 * protocol.ERROR_CHARS)
+        return clean(decode(raw, protocol.ERROR_CHARS)) or "a grading process could not start"
 
     def _sandbox_notes(self, home: Path) -> list[str]:
         """The worker's notes on its sandbox, from the file it wrote as root before running student code."""

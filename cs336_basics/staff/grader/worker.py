@@ -13,7 +13,11 @@ the grader compares, in its own process.
 Unless its job runs a component that starts processes (GradingConfig.starts_processes: the
 tensor-parallel ranks), it installs a second seccomp filter before the submission is imported,
 refusing every new thread and process (the recorder sees only the calling thread); each output
-is materialised as a plain contiguous tensor inside the recorded region.
+is materialised as a plain contiguous tensor inside the recorded region. The adapters launch
+process groups with the grader's copy of the launcher (given code: launch.py), inside
+`launch.recording_ranks()`: each rank installs that filter once its group is up, runs under the
+same recorder, and sends its record back; a case's calls are its own and every rank's, and a rank
+that sent none fails it.
 """
 
 import importlib
@@ -28,7 +32,8 @@ from dataclasses import dataclass
 from safetensors.torch import save_file  # bound now: the submission may patch the module
 
 from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
-from cs336_basics.staff.grader import protocol, seccomp
+from cs336_basics.nn.parallel import launch as _launch  # the grader's launcher, likewise
+from cs336_basics.staff.grader import environment, protocol, seccomp
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
 from cs336_basics.staff.grader.sanitize import clean
 
@@ -84,8 +89,7 @@ def _forget_inherited_modules(code_dir: str) -> None:
     for name in list(sys.modules):
         if name.split(".")[0] in ("cs336_basics", "tests", "adapters"):
             del sys.modules[name]
-    prefixes = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
-    sys.path[:] = [code_dir] + [p for p in sys.path if p and os.path.realpath(p).startswith(prefixes)]
+    sys.path[:] = [code_dir] + environment.import_dirs()
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()
     sys.dont_write_bytecode = True
@@ -103,18 +107,33 @@ def _pristine_adapters(code_dir: str):
     return code, module, expected
 
 
+def _use_graders_launcher(namespace: dict) -> None:
+    """The adapters start process groups with the grader's launch module, not the submission's
+    copy of that given file: the one that records each rank."""
+    if "launch" in namespace:
+        namespace["launch"] = _launch
+
+
 def _check_adapters(namespace: dict, expected: dict, functions: dict) -> None:
-    """Every adapter function is the one compiled from the grader's copy and still in its module."""
+    """Every adapter function is the one compiled from the grader's copy and still in its module,
+    and they launch ranks with the grader's launcher."""
     for name, code in expected.items():
         fn = functions.get(name)
         if type(fn) is not types.FunctionType or fn.__code__ is not code or namespace.get(name) is not fn:
             raise Tampered(f"the grader's adapter {name} was replaced by your package's code")
+    if "launch" in namespace and namespace["launch"] is not _launch:
+        raise Tampered("the grader's launcher in the adapters was replaced by your package's code")
+
+
+def _rank_sandbox() -> None:
+    """In each rank, once its process group is up: no new thread or process (as in a worker)."""
+    seccomp.install_no_new_tasks()
 
 
 def _check_recorder(methods: list) -> None:
     for cls, name, fn, code in methods:
         if cls.__dict__.get(name) is not fn or fn.__code__ is not code:
-            raise Tampered("the grader's call recorder was replaced by your package's code")
+            raise Tampered("the grader's call recorder or launcher was replaced by your package's code")
 
 
 def _snapshot(kwargs: dict) -> dict:
@@ -156,6 +175,7 @@ def main(job: WorkerJob) -> None:
             (guard._DispatchRecorder, "__torch_dispatch__"),
             (guard._DispatcherObserver, "__enter__"),
             (guard._DispatcherObserver, "__exit__"),
+            *((_launch, name) for name in ("launch", "_rank_main", "_recorded_call", "run_sharded", "_sharded_output")),
         )
     ]
     enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
@@ -163,12 +183,18 @@ def main(job: WorkerJob) -> None:
 
     torch.set_num_threads(1)
     progress = open(protocol.PROGRESS_FILE, "a", buffering=1)
+    if (problem := environment.problem()) is not None:  # as the worker's user: nothing could run
+        with open(protocol.GRADER_BROKEN_FILE, "w") as f:
+            f.write(problem)
+        progress.write(protocol.GRADER_BROKEN + "\n")
+        return
     if job.spec.isolate and not job.may_start_processes:
         seccomp.install_no_new_tasks()  # an OSError here ends the worker: nothing runs unrecorded
     code, module, expected = _pristine_adapters(job.code_dir)
     _forget_inherited_modules(job.code_dir)
     sys.modules["adapters"] = module
     threads = threading.active_count()
+    progress.write(protocol.STARTED + "\n")  # the submission's code runs from here on
     try:
         exec(code, module.__dict__)  # imports the submission's package: its import-time code runs here
     except BaseException as e:  # noqa: BLE001 - anything the student's import raises, SystemExit included
@@ -176,6 +202,7 @@ def main(job: WorkerJob) -> None:
             f.write(_error_text(e, job.code_dir))
         progress.write(protocol.IMPORT_FAILED + "\n")
         return
+    _use_graders_launcher(module.__dict__)
     functions = {name: module.__dict__.get(name) for name in expected}
     tampered = None
     try:
@@ -197,21 +224,29 @@ def main(job: WorkerJob) -> None:
                 _check_recorder(recorder_methods)
                 recorder = guard.CallRecorder()
                 originals = _snapshot(kwargs)
-                with recorder:
+                rank_setup = _rank_sandbox if job.spec.isolate else None
+                with _launch.recording_ranks(guard.CallRecorder, rank_setup) as ranks, recorder:
                     out = functions[adapter](**kwargs)
                     # a plain tensor's values, computed here, while recording: a subclass could
                     # compute them when touched later, unseen
                     if type(out) is torch.Tensor and out.numel() <= MAX_ELEMENTS:
                         out = out.detach().contiguous().clone()
+                if ranks.recorded != ranks.started:
+                    raise Tampered(
+                        f"{ranks.started - ranks.recorded} of the {ranks.started} ranks your code started "
+                        "sent back no record of their calls"
+                    )
                 changed = _changed(originals)
                 _check_adapters(module.__dict__, expected, functions)
                 _check_recorder(recorder_methods)
                 if threading.active_count() > threads:
                     raise Tampered("your code started a thread; graded code must run in the thread that calls it")
                 # the banned ones first: a flood of other names must not push them past the cap
-                banned = guard.forbidden_calls(component, recorder.calls)
-                calls = banned + sorted(recorder.calls - set(banned))[:MAX_CALLS]
-                meta = {protocol.CALLS: json.dumps(calls), protocol.OPERATORS: str(recorder.operators)}
+                recorded = recorder.calls | ranks.calls  # this process's and every rank's
+                banned = guard.forbidden_calls(component, recorded)
+                calls = banned + sorted(recorded - set(banned))[:MAX_CALLS]
+                operators = recorder.operators + ranks.operators
+                meta = {protocol.CALLS: json.dumps(calls), protocol.OPERATORS: str(operators)}
                 if changed:
                     meta[protocol.ERROR] = (
                         f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
