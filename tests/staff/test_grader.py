@@ -669,10 +669,13 @@ def test_grader_public_cases_are_drawn_anew_and_the_reference_passes_them(tmp_pa
 
 
 def test_grader_single_process_computation_gives_each_parallel_case_s_expected_output():
-    # fresh draws of the tensor-parallel cases are judged against the single-process computation
+    # fresh draws of the tensor-parallel cases are judged against the single-process computation,
+    # one more correct implementation: it may differ from the stored expected output by the case's
+    # floor, as the reference recomputed on another CPU may (make_fixtures.drift_bound)
     from cs336_basics.fixture_io import load_fixture
     from cs336_basics.staff.cases import CASES
     from cs336_basics.staff.grader.fresh import SINGLE_PROCESS, _single_process
+    from cs336_basics.staff.make_fixtures import drift_bound
     from cs336_basics.staff.reference import expected_output
     from cs336_basics.testing import scaled_error
 
@@ -681,7 +684,7 @@ def test_grader_single_process_computation_gives_each_parallel_case_s_expected_o
     for case in parallel:
         fx = load_fixture(case.name, case.directory)
         expected = expected_output(*_single_process(fx.adapter, fx.kwargs))
-        assert float(scaled_error(expected, fx.expected).max()) <= fx.tol / 100, case.name
+        assert float(scaled_error(expected, fx.expected).max()) <= drift_bound(case), case.name
 
 
 def test_grader_zip_of_reference_scores_full_marks(graded):
