@@ -163,8 +163,8 @@ def parallel_piece(nodeid: str) -> int:
 
 # `-k NAME` with one of these names selects that one's tests only. pytest's -k matches substrings,
 # so on its own "block" would also select ffn_block's tests and "train" (the training run,
-# `cs336 train`) train_bpe's. A test belongs to the longest of these names its id contains
-# (tests/staff/test_test_selection.py checks that no id contains two that are not nested).
+# `cs336 train`) train_bpe's. A test belongs to the longest of these names its id contains (the
+# course staff check that no id contains two that are not nested).
 SELECTABLE = (*COMPONENTS, "train")
 
 
