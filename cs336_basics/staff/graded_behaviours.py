@@ -44,6 +44,23 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
         "test_gradient_clipping_scales_every_gradient_by_one_factor": ("gradient_clipping",),
         "test_gradient_clipping_factor_is_max_over_the_norm_plus_eps": ("gradient_clipping_f64",),
     },
+    "lr_schedule": {
+        "test_lr_schedule_matches_fixture": ("lr_schedule", "lr_schedule_no_warmup"),
+        "test_lr_schedule_starts_at_zero": ("lr_schedule",),
+        "test_lr_schedule_warms_up_in_equal_steps_to_max": ("lr_schedule", "lr_schedule_long"),
+        "test_lr_schedule_is_halfway_between_max_and_min_in_the_middle_of_annealing": ("lr_schedule",),
+        "test_lr_schedule_follows_the_cosine_a_quarter_into_annealing": ("lr_schedule", "lr_schedule_long"),
+        "test_lr_schedule_is_min_from_the_end_of_the_cycle_on": ("lr_schedule",),
+        "test_lr_schedule_rises_during_warm_up_and_falls_after": ("lr_schedule",),
+        "test_lr_schedule_without_warm_up_starts_at_max": ("lr_schedule_no_warmup",),
+        "test_lr_schedule_with_warm_up_as_long_as_the_cycle_drops_to_min_at_its_end": (
+            "lr_schedule_warmup_is_whole_cycle",
+        ),
+        "test_lr_schedule_is_zero_at_iteration_zero": ("lr_schedule",),
+        "test_lr_schedule_warms_up_linearly_to_the_max": ("lr_schedule",),
+        "test_lr_schedule_is_halfway_between_max_and_min_in_the_middle_of_the_cycle": ("lr_schedule",),
+        "test_lr_schedule_stays_at_min_after_the_cycle": ("lr_schedule", "lr_schedule_zero_floor"),
+    },
     "get_batch": {
         "test_get_batch_matches_fixture": ("get_batch",),
         "test_get_batch_shapes_dtype_and_device": ("get_batch",),
