@@ -22,7 +22,7 @@ def test_lr_schedule_is_zero_at_iteration_zero():
 
 
 @rung(2)
-def test_lr_schedule_warms_up_linearly_to_the_max():
+def test_lr_schedule_warms_up_at_an_even_rate_to_the_max():
     got = [lr(it) for it in range(WARMUP + 1)]
     want = [it / WARMUP * MAX for it in range(WARMUP + 1)]
     if any(abs(g - w) > 1e-12 for g, w in zip(got, want, strict=True)):

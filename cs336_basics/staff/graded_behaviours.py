@@ -57,7 +57,7 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
             "lr_schedule_warmup_is_whole_cycle",
         ),
         "test_lr_schedule_is_zero_at_iteration_zero": ("lr_schedule",),
-        "test_lr_schedule_warms_up_linearly_to_the_max": ("lr_schedule",),
+        "test_lr_schedule_warms_up_at_an_even_rate_to_the_max": ("lr_schedule",),
         "test_lr_schedule_is_halfway_between_max_and_min_in_the_middle_of_the_cycle": ("lr_schedule",),
         "test_lr_schedule_stays_at_min_after_the_cycle": ("lr_schedule", "lr_schedule_zero_floor"),
     },

@@ -109,7 +109,7 @@ def cross_entropy_max_plus_log_sum_exp(inputs, targets):
     return (lse - _target_logit(x, t)).mean().to(inputs.dtype)
 
 
-@variant("cross_entropy-log_softmax", F, "cross_entropy")
+@variant("cross_entropy-shifted_minus_log_normalizer", F, "cross_entropy")
 def cross_entropy_log_softmax(inputs, targets):
     # -mean(log_softmax(x)[t]) with log_softmax = x - m - log(sum(exp(x - m))), as torch computes it
     x, t = _flat(inputs, targets)
