@@ -127,3 +127,18 @@ def test_gradient_clipping_reads_an_iterator_of_parameters_once():
             "no gradient changed",
             "a generator is empty the second time you loop over it: make a list of the gradients first",
         )
+
+
+@rung(7)
+def test_gradient_clipping_of_float16_gradients_whose_squares_overflow_float16():
+    params = grads_of_norms(*(n * 100 for n in NORMS))  # total 1300: squares up to ~1e5 > float16's 65504
+    for p in params:
+        p.data, p.grad = p.data.half(), p.grad.half()
+    before = [p.grad.float() for p in params]
+    norm = optim.gradient_clipping(params, 1.0)
+    got = factors([type("P", (), {"grad": p.grad.float()}) for p in params], before)
+    if not (torch.isfinite(torch.as_tensor(float(norm))) and all(abs(f - 1 / 1300) < 2e-3 / 1300 for f in got)):
+        climb_failed(
+            f"float16 gradients of total norm 1300 gave norm {float(norm):.6g} and factors {[f'{f:.3g}' for f in got]}",
+            "sum the squares in float32 (a float16 square above 65504 is inf): g.float().pow(2).sum()",
+        )

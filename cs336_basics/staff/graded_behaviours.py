@@ -43,6 +43,9 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
         "test_gradient_clipping_changes_the_gradients_when_their_norm_is_above_the_max": ("gradient_clipping",),
         "test_gradient_clipping_scales_every_gradient_by_one_factor": ("gradient_clipping",),
         "test_gradient_clipping_factor_is_max_over_the_norm_plus_eps": ("gradient_clipping_f64",),
+        "test_gradient_clipping_of_float16_gradients_whose_squares_overflow_float16": (
+            "gradient_clipping_f16_squares_overflow",
+        ),
     },
     "lr_schedule": {
         "test_lr_schedule_matches_fixture": ("lr_schedule", "lr_schedule_no_warmup"),
