@@ -406,6 +406,7 @@ def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.
     generation,
     "generate",
     diagnosis="generation choosing each token from the logits of the first position instead of the last",
+    shows=GENERATION_DIVERGES,
 )
 def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                                  generator=None, use_cache=True):  # fmt: skip
