@@ -116,6 +116,30 @@ WRONG_DTYPE = (
 )
 
 
+# A fingerprint several known wrong implementations share is stored with what the output shows,
+# after this prefix, instead of one mistake's name (staff/make_fixtures.py).
+SHOWS = "shows: "
+
+
+def hints(named: list[str]) -> str:
+    """The lines a failed snapshot test adds for what likely_mistakes found."""
+    return "".join(
+        f"\n  what your output shows: {d.removeprefix(SHOWS)}"
+        if d.startswith(SHOWS)
+        else f"\n  likely mistake: your output equals what {d} gives"
+        for d in named
+    )
+
+
+def fingerprint_matches(fp, actual: Tensor, expected: Tensor, tol: float) -> bool:
+    """Whether `actual` (same shape as `expected`) reproduces the fingerprint: at every probed
+    index within tol of the wrong output, on the scale of the expected output."""
+    a, e = actual.detach().double().cpu().reshape(-1), expected.detach().double().cpu().reshape(-1)
+    ours = a[fp.index]
+    off = _scaled(ours - fp.value, e[fp.index], _scale(e))  # the distance scaled_error measures, to the wrong output
+    return bool(((off <= tol) | _same_special(ours, fp.value)).all())
+
+
 def likely_mistakes(actual: Tensor, fixture) -> list[str]:
     """The diagnoses of the known wrong implementations whose fingerprint `actual` reproduces:
     at every probed index, within the case's tolerance of the wrong output (on the scale of the
@@ -128,17 +152,11 @@ def likely_mistakes(actual: Tensor, fixture) -> list[str]:
         return [WRONG_DTYPE]
     if tuple(actual.shape) != tuple(fixture.expected.shape):
         return [fp.diagnosis for fp in fixture.mistakes.values() if fp.shape == tuple(actual.shape)]
-    a, e = actual.detach().double().cpu().reshape(-1), fixture.expected.reshape(-1)
-    scale = _scale(e)
-    found = []
-    for fp in fixture.mistakes.values():
-        if fp.shape is not None:
-            continue
-        ours = a[fp.index]
-        off = _scaled(ours - fp.value, e[fp.index], scale)  # the distance scaled_error measures, to the wrong output
-        if bool(((off <= fixture.tol) | _same_special(ours, fp.value)).all()):
-            found.append(fp.diagnosis)
-    return found
+    return [
+        fp.diagnosis
+        for fp in fixture.mistakes.values()
+        if fp.shape is None and fingerprint_matches(fp, actual, fixture.expected, fixture.tol)
+    ]
 
 
 # Tolerance policy (tests/README.md): tol = MARGIN x max(measured floor, unit roundoff of the dtype).

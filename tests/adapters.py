@@ -5,6 +5,7 @@ block: of its input), load the given weights strictly (through
 `cs336_basics.nn.convert.load_state_dict`) and call it.
 """
 
+import copy
 import ctypes
 import io
 import math
@@ -273,8 +274,9 @@ def run_cross_entropy(
     return F.cross_entropy(inputs, targets)
 
 
-def run_gradient_clipping(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float) -> None:
-    optim.gradient_clipping(parameters, max_l2_norm)
+def run_gradient_clipping(parameters: Iterable[torch.nn.Parameter], max_l2_norm: float) -> Tensor | None:
+    """Beyond CS336: returns what gradient_clipping returns (this package's: the norm before clipping)."""
+    return optim.gradient_clipping(parameters, max_l2_norm)
 
 
 def get_adamw_cls() -> Any:
@@ -420,14 +422,29 @@ def run_adamw_steps(
     beta2: float,
     eps: float,
     weight_decay: float,
+    group_lrs: Tensor | None = None,
+    resume_after: int = 0,
 ) -> Float[Tensor, " total_numel"]:
-    """get_adamw_cls() on copies of `params` (one group), stepped once per gradient in
-    grads[name] (steps, *shape); the parameters after the last step, flattened and concatenated
-    in sorted name order."""
+    """get_adamw_cls() on copies of `params` (one group; with group_lrs, one group per parameter
+    in sorted name order with that lr), stepped once per gradient in grads[name] (steps, *shape);
+    with resume_after > 0, after that many steps its state_dict (a deep copy) is loaded into a
+    new optimizer on the same parameters, which takes the remaining steps. The parameters after
+    the last step, flattened and concatenated in sorted name order."""
     names = sorted(params)
     weights = [torch.nn.Parameter(params[name].clone()) for name in names]
-    optimizer = get_adamw_cls()(weights, lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
+
+    def new_optimizer():
+        groups = weights if group_lrs is None else [
+            {"params": [w], "lr": float(r)} for w, r in zip(weights, group_lrs.tolist(), strict=True)
+        ]  # fmt: skip
+        return get_adamw_cls()(groups, lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
+
+    optimizer = new_optimizer()
     for step in range(grads[names[0]].shape[0]):
+        if resume_after and step == resume_after:
+            state = copy.deepcopy(optimizer.state_dict())
+            optimizer = new_optimizer()
+            optimizer.load_state_dict(state)
         for name, w in zip(names, weights, strict=False):
             w.grad = grads[name][step].clone()
         optimizer.step()
@@ -450,12 +467,16 @@ def run_lr_schedule_at(
 
 
 def run_gradient_clipping_of(
-    grads: dict[str, Tensor], max_l2_norm: float, params_without_grad: int = 0, one_pass: bool = False
+    grads: dict[str, Tensor],
+    max_l2_norm: float,
+    params_without_grad: int = 0,
+    one_pass: bool = False,
+    with_norm: bool = False,
 ) -> Float[Tensor, " total_numel"]:
     """run_gradient_clipping on parameters holding copies of `grads` (sorted by name), with
     `params_without_grad` more parameters that have none placed among them, given as a list (as
     an iterator that can be read once, like model.parameters(), if one_pass); the gradients after
-    clipping, flattened and concatenated."""
+    clipping, flattened and concatenated, then (with_norm) the norm it returned, in their dtype."""
     params = []
     for i, name in enumerate(sorted(grads)):
         if i < params_without_grad:
@@ -463,8 +484,12 @@ def run_gradient_clipping_of(
         w = torch.nn.Parameter(torch.zeros_like(grads[name]))
         w.grad = grads[name].clone()
         params.append(w)
-    run_gradient_clipping(iter(params) if one_pass else params, max_l2_norm)
-    return torch.cat([w.grad.reshape(-1) for w in params if w.grad is not None])
+    norm = run_gradient_clipping(iter(params) if one_pass else params, max_l2_norm)
+    clipped = torch.cat([w.grad.reshape(-1) for w in params if w.grad is not None])
+    if not with_norm:
+        return clipped
+    returned = torch.as_tensor(float("nan") if norm is None else norm, dtype=clipped.dtype).reshape(1)
+    return torch.cat([clipped, returned])
 
 
 # Beyond CS336 v1.0.2: the graded scenarios of get_batch and the checkpoint. A batch is random
@@ -626,6 +651,38 @@ def run_get_batch_checks(
     finally:
         _restore_globals(saved)
     return get_batch_checks(dataset.numpy(), batches, batch_size, context_length, reads_little=reads_little)
+
+
+GET_BATCH_GENERATOR_CHECKS = (
+    "one seeded generator gives the same batches whatever the global generators' seeds",
+    "consecutive calls with one generator draw different batches",
+    "rows are independent draws: their starts are not evenly spaced in every batch",
+)
+
+
+def run_get_batch_generator_checks(
+    dataset: Int[Tensor, " n"], batch_size: int, context_length: int, num_batches: int, seed: int
+) -> Int[Tensor, " 3"]:
+    """Beyond CS336: get_batch(..., generator=g) num_batches times with g seeded by `seed`, twice
+    (the global generators seeded differently each time); 1 or 0 for each of
+    GET_BATCH_GENERATOR_CHECKS. dataset holds distinct ids, so a row's first token names its start."""
+    tokens = dataset.numpy()
+
+    def draws(global_seed: int) -> list:
+        saved = _seed_globals(global_seed)
+        try:
+            g = torch.Generator().manual_seed(seed)
+            return [data.get_batch(tokens, batch_size, context_length, "cpu", generator=g) for _ in range(num_batches)]
+        finally:
+            _restore_globals(saved)
+
+    first, second = draws(seed + 1), draws(seed + 2)
+    same = all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(first, second, strict=True))
+    heads = [x[:, 0].tolist() for x, _ in first]
+    fresh = len({tuple(h) for h in heads}) > 1
+    steps = [np.diff(h).tolist() for h in heads]
+    independent = batch_size < 3 or any(len(set(s)) > 1 for s in steps)
+    return torch.tensor([int(same), int(fresh), int(independent)], dtype=torch.long)
 
 
 def _adamw_run(

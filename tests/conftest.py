@@ -6,7 +6,7 @@ import torch
 from cs336_basics import COMPONENTS
 from cs336_basics.builtin_guard import BANNED, assert_no_builtins
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
-from cs336_basics.testing import compare, likely_mistakes
+from cs336_basics.testing import compare, hints, likely_mistakes
 
 
 class Snapshot:
@@ -37,8 +37,7 @@ class Snapshot:
         self._record("max_abs_err", result.max_abs_err)
         self._record("max_scaled_err", result.max_scaled_err)
         if not result.ok:
-            named = likely_mistakes(actual, fixture)
-            hint = "".join(f"\n  likely mistake: your output equals what {d} gives" for d in named)
+            hint = hints(likely_mistakes(actual, fixture))
             pytest.fail(f"{fixture.adapter} on fixture {fixture.name!r}: {result.message}{hint}", pytrace=False)
 
 
@@ -121,6 +120,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "rung(n): a ladder check (tests/_ladder.py); runs before the snapshot tests")
     config.addinivalue_line(
         "markers", "smollm2: slow tests on the real SmolLM2 weights (run with -k smollm2; the staff suite runs its own)"
     )
@@ -182,9 +182,19 @@ def _keep_only_own_tests(config, items) -> None:
             items[:] = [item for item in items if own_name(item.nodeid) == keyword]
 
 
+def run_order(item) -> tuple[int, int]:
+    """Ladder rungs first (lowest rung first: the most basic check a correct implementation
+    passes), then snapshot tests (their fingerprints name catalogued mistakes), then the rest."""
+    marker = item.get_closest_marker("rung")
+    if marker is not None:
+        return 0, marker.args[0]
+    return (1, 0) if "matches_fixture" in item.name else (2, 0)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Snapshot tests (`test_<component>_matches_fixture`) first: a component's first failure is
-    then the comparison with its fixture, which names the likely mistake. The parallel tests, in
+    """Ladder rungs, then snapshot tests (`test_<component>_matches_fixture`) first (run_order):
+    a component's first failure says what was observed and where to look, and a catalogued
+    mistake is still named by the snapshot test that follows. The parallel tests, in
     the slots they then hold, in PARALLEL_PIECES order. The slow SmolLM2 tests (real weights) run
     only when -k names smollm2, or in the course staff's own suite."""
     _keep_only_own_tests(config, items)
@@ -195,7 +205,7 @@ def pytest_collection_modifyitems(config, items):
         if slow:
             config.hook.pytest_deselected(items=slow)
             items[:] = [item for item in items if item not in slow]
-    items.sort(key=lambda item: "matches_fixture" not in item.name)
+    items.sort(key=run_order)
     slots = [i for i, item in enumerate(items) if item.path.name.startswith("test_parallel")]
     ordered = sorted((items[i] for i in slots), key=lambda item: parallel_piece(item.nodeid))
     for i, item in zip(slots, ordered, strict=True):

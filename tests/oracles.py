@@ -140,8 +140,9 @@ def top_p_by_sorting(probs, top_p):
 
 
 def get_batch_python(dataset, batch_size, context_length, device, generator=None):
-    """Batches from Python's `random` and list slices."""
-    starts = [random.randrange(len(dataset) - context_length) for _ in range(batch_size)]
+    """Batches from Python's `random` (a Random seeded from `generator`, if given) and list slices."""
+    rng = random if generator is None else random.Random(int(torch.randint(2**62, (1,), generator=generator)))
+    starts = [rng.randrange(len(dataset) - context_length) for _ in range(batch_size)]
     rows = [[int(t) for t in dataset[s : s + context_length + 1]] for s in starts]
     return torch.tensor([r[:-1] for r in rows], device=device), torch.tensor([r[1:] for r in rows], device=device)
 

@@ -466,16 +466,23 @@ def adamw_case(
     betas: tuple[float, float] = (0.9, 0.999),
     grad_scale: float = 1.0,
     param_std: float = 1.0,
+    group_lrs: tuple[float, ...] | None = None,
+    resume_after: int = 0,
 ) -> Make:
     """Parameters ~ N(0, param_std^2) and `steps` gradients per parameter of size grad_scale *
     [0.5, 3.5) (away from 0: a tiny |g| on the first step makes where eps sits matter, which the
-    hyper-parameters of a case decide instead)."""
+    hyper-parameters of a case decide instead). group_lrs: one param group per parameter (sorted
+    names) with that lr; resume_after: the optimizer's state_dict moves to a new one after that
+    many steps (adapters.run_adamw_steps)."""
 
     def make(rng):
         params = {name: randn(rng, *shape, std=param_std) for name, shape in shapes.items()}
         grads = {name: away_from_zero(rng, steps, *shape, scale=grad_scale) for name, shape in shapes.items()}
-        return dict(
-            params=params, grads=grads, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay
+        extra = {} if group_lrs is None else {"group_lrs": torch.tensor(group_lrs, dtype=torch.float64)}
+        extra |= {"resume_after": resume_after} if resume_after else {}
+        return (
+            dict(params=params, grads=grads, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay)
+            | extra
         )
 
     return make
@@ -514,10 +521,11 @@ def gradient_clipping_case(
     norm_ratio: float,
     params_without_grad: int = 0,
     one_pass: bool = False,
+    with_norm: bool = False,
 ) -> Make:
     """Gradients whose global L2 norm is norm_ratio * max_l2_norm exactly (> 1: clipped; < 1: left
     alone), one parameter's gradient much larger than the others' (so that per-parameter norms
-    and the global norm clip differently)."""
+    and the global norm clip differently); with_norm: the norm it returns is graded too."""
 
     def make(rng):
         grads = {name: randn(rng, *shape) for name, shape in shapes.items()}
@@ -526,7 +534,27 @@ def gradient_clipping_case(
         norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values()))
         scale = norm_ratio * max_l2_norm / float(norm)
         grads = {name: (g.double() * scale).float() for name, g in grads.items()}
-        return dict(grads=grads, max_l2_norm=max_l2_norm, params_without_grad=params_without_grad, one_pass=one_pass)
+        extra = {"with_norm": True} if with_norm else {}
+        return (
+            dict(grads=grads, max_l2_norm=max_l2_norm, params_without_grad=params_without_grad, one_pass=one_pass)
+            | extra
+        )
+
+    return make
+
+
+def get_batch_generator_case(num_tokens: int, batch_size: int, context_length: int, num_batches: int) -> Make:
+    """Distinct token ids and a generator seed (adapters.run_get_batch_generator_checks)."""
+
+    def make(rng):
+        ids = rng.choice(65536, size=num_tokens, replace=False).astype(np.int64)
+        return dict(
+            dataset=torch.from_numpy(ids),
+            batch_size=batch_size,
+            context_length=context_length,
+            num_batches=num_batches,
+            seed=int(rng.integers(2**31)),
+        )
 
     return make
 

@@ -35,6 +35,7 @@ from cs336_basics.staff.builders import (
     ffn_block_case,
     generate_case,
     get_batch_case,
+    get_batch_generator_case,
     gradient_clipping_case,
     layernorm_case,
     linear_bias_case,
@@ -1315,6 +1316,24 @@ HIDDEN_CASES = [
         adamw_case({"embed": (11, 4), "gain": (4,), "head": (3, 4)}, 6, lr=1e-3, weight_decay=0.05, betas=(0.85, 0.98)),
         floor=2.0e-7,
     ),
+    # what tests/test_adamw.py asserts beyond one group's steps: each param group's own lr, and a
+    # state_dict that carries m, v and the step count into a new optimizer
+    hidden(
+        "adamw_param_groups",
+        "adamw",
+        "run_adamw_steps",
+        1173,
+        adamw_case({"a": (4, 5), "b": (6,)}, 5, lr=1e-3, weight_decay=0.01, group_lrs=(3e-2, 1e-4)),
+        floor=1.5e-7,
+    ),
+    hidden(
+        "adamw_state_dict_resume",
+        "adamw",
+        "run_adamw_steps",
+        1174,
+        adamw_case({"weight": (5, 4), "bias": (4,)}, 8, lr=1e-2, weight_decay=0.05, resume_after=3),
+        floor=1.4e-7,
+    ),
     # lr_schedule: a long schedule (LLaMA-like); warm-up as long as the cycle; a floor of 0
     hidden(
         "lr_schedule_long",
@@ -1368,6 +1387,25 @@ HIDDEN_CASES = [
         1193,
         gradient_clipping_case({f"p{i}": (3,) for i in range(9)}, 2.0, 0.9, one_pass=True),
         floor=0.0,
+    ),
+    # the norm gradient_clipping returns (tests/test_gradient_clipping.py asserts it); float16
+    # gradients of ~1e3, whose squares overflow float16 unless the norm is summed in float32
+    hidden(
+        "gradient_clipping_returned_norm",
+        "gradient_clipping",
+        "run_gradient_clipping_of",
+        1194,
+        gradient_clipping_case({"a": (5, 5), "b": (7,)}, 1.0, 3.0, with_norm=True),
+        floor=1.1e-8,
+    ),
+    hidden(
+        "gradient_clipping_f16_squares_overflow",
+        "gradient_clipping",
+        "run_gradient_clipping_of",
+        1195,
+        gradient_clipping_case({"a": (5, 5), "b": (7,)}, 1.0, 2000.0, with_norm=True),
+        floor=2.3e-5,
+        dtype=F16,
     ),
     # parallel: 4 ranks, odd batch shapes and a 1-D input; 1 rank (no collective at all); bfloat16
     hidden(
@@ -1494,6 +1532,16 @@ HIDDEN_CASES += [
         "run_get_batch_checks",
         1403,
         get_batch_case(20, 1, 3, 600),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    # what tests/test_get_batch.py asserts of the `generator` argument, and rows drawn independently
+    hidden(
+        "get_batch_generator",
+        "get_batch",
+        "run_get_batch_generator_checks",
+        1404,
+        get_batch_generator_case(60, 6, 4, 20),
         floor=EXACT,
         out_dtype=I64,
     ),

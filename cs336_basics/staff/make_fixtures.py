@@ -18,9 +18,9 @@ import torch
 
 from cs336_basics.fixture_io import FIXTURES_DIR, Fingerprint, Fixture, load_fixture, save_fixture
 from cs336_basics.staff.cases import CASES, HIDDEN_FIXTURES_DIR, Case
-from cs336_basics.staff.mistakes import MISTAKES
+from cs336_basics.staff.mistakes import CONFUSERS, MISTAKES
 from cs336_basics.staff.reference import adapters, expected_output, map_tensors
-from cs336_basics.testing import MARGIN, scaled_error
+from cs336_basics.testing import MARGIN, SHOWS, fingerprint_matches, scaled_error
 
 PROBES = 16  # elements per mistake fingerprint: where the wrong output is furthest from the right one
 
@@ -36,7 +36,7 @@ def mistake_output(case: Case, mistake, inputs: dict) -> torch.Tensor | None:
     with mistake.applied(), torch.no_grad():
         try:
             return getattr(adapters(), case.adapter)(**inputs)
-        except mistake.raises:
+        except getattr(mistake, "raises", ()):  # a confuser declares none
             return None
 
 
@@ -50,10 +50,11 @@ def _spy(flags: mmap.mmap, i: int, fn):
 
 
 def reached(case: Case, inputs: dict) -> set[tuple[int, str]]:
-    """The (id(owner), attribute) of each function the catalogue replaces that the reference calls
-    on these inputs, here or in a forked process (the parallel ranks): a mistake in a function the
-    case never reaches leaves its output as the reference's, so it need not be run."""
-    targets = list({(id(m.owner), m.attribute): (m.owner, m.attribute) for m in MISTAKES}.values())
+    """The (id(owner), attribute) of each function a mistake or confuser replaces that the reference
+    calls on these inputs, here or in a forked process (the parallel ranks): a mistake in a function
+    the case never reaches leaves its output as the reference's, so it need not be run."""
+    wrong = (*MISTAKES, *CONFUSERS)
+    targets = list({(id(m.owner), m.attribute): (m.owner, m.attribute) for m in wrong}.values())
     originals = [getattr(owner, attribute) for owner, attribute in targets]
     flags = mmap.mmap(-1, len(targets))  # anonymous and shared: forked children write to it too
     try:
@@ -71,25 +72,57 @@ def fingerprints(case: Case, inputs: dict, expected: torch.Tensor) -> dict[str, 
     """For a public case, each catalogued mistake whose output on these inputs (in the case's
     dtype) fails the case: its values at the PROBES elements where it is furthest from the
     expected output, or, if its output has another shape, that shape (an empty index). Hidden
-    cases get none. A mistake that raises here is not fingerprinted."""
+    cases get none. A mistake that raises here is not fingerprinted. A fingerprint that another
+    known wrong implementation (a mistake or a confuser) with another output also matches is not
+    a name: it carries what the output shows (SHOWS + the mistake's `shows`), or is left out."""
     if case.hidden:
         return {}
-    found, calls = {}, reached(case, inputs)
+    calls = reached(case, inputs)
+    reachable = [m for m in (*MISTAKES, *CONFUSERS) if (id(m.owner), m.attribute) in calls]
+    outputs = {m.name: mistake_output(case, m, inputs) for m in reachable}
+    outputs = {name: out for name, out in outputs.items() if isinstance(out, torch.Tensor)}
+    found = {}
     for mistake in MISTAKES:
-        if (id(mistake.owner), mistake.attribute) not in calls:
+        wrong = outputs.get(mistake.name)
+        if wrong is None:
             continue
-        wrong = mistake_output(case, mistake, inputs)
-        if not isinstance(wrong, torch.Tensor):
+        fp = _fingerprint(case, mistake, wrong, expected)
+        if fp is None:
             continue
-        if tuple(wrong.shape) != tuple(expected.shape):
-            shape = torch.tensor(wrong.shape, dtype=torch.float64)
-            found[mistake.name] = Fingerprint(mistake.diagnosis, torch.zeros(0, dtype=torch.int64), shape)
-            continue
-        err = scaled_error(wrong, expected).reshape(-1)
-        if bool((err > case.tol).any()):
-            index = err.argsort(descending=True, stable=True)[: min(PROBES, err.numel())]
-            found[mistake.name] = Fingerprint(mistake.diagnosis, index, wrong.detach().double().reshape(-1)[index])
+        if _shared(fp, mistake.name, outputs, expected, case.tol):
+            if not mistake.shows:
+                continue
+            fp = Fingerprint(SHOWS + mistake.shows, fp.index, fp.value)
+        found[mistake.name] = fp
     return found
+
+
+def _fingerprint(case: Case, mistake, wrong: torch.Tensor, expected: torch.Tensor) -> Fingerprint | None:
+    """The mistake's fingerprint on this case (its shape, or its values where furthest from the
+    expected output), None if its output passes the case."""
+    if tuple(wrong.shape) != tuple(expected.shape):
+        shape = torch.tensor(wrong.shape, dtype=torch.float64)
+        return Fingerprint(mistake.diagnosis, torch.zeros(0, dtype=torch.int64), shape)
+    err = scaled_error(wrong, expected).reshape(-1)
+    if not bool((err > case.tol).any()):
+        return None
+    index = err.argsort(descending=True, stable=True)[: min(PROBES, err.numel())]
+    return Fingerprint(mistake.diagnosis, index, wrong.detach().double().reshape(-1)[index])
+
+
+def _shared(fp: Fingerprint, owner: str, outputs: dict, expected: torch.Tensor, tol: float) -> bool:
+    """Whether another known wrong implementation's output reproduces the fingerprint (for a
+    shape fingerprint, has that shape): then several bugs give what it probes, even bugs whose
+    whole outputs are equal (a check that fails for more than one reason)."""
+    for name, other in outputs.items():
+        if name == owner:
+            continue
+        if fp.shape is not None:
+            if tuple(other.shape) == fp.shape:
+                return True
+        elif tuple(other.shape) == tuple(expected.shape) and fingerprint_matches(fp, other, expected, tol):
+            return True
+    return False
 
 
 def generate(case: Case, inputs: dict | None = None) -> Fixture:
@@ -145,6 +178,8 @@ def fingerprint_drift(case: Case, stored: Fixture, fresh: Fixture) -> float:
     they are allowed the case's tolerance, the precision that naming a mistake works to."""
     if stored.mistakes.keys() != fresh.mistakes.keys():
         return float("inf")
+    if any(fp.diagnosis != fresh.mistakes[name].diagnosis for name, fp in stored.mistakes.items()):
+        return float("inf")  # a name that became what the output shows, or a reworded diagnosis
     by_name = {m.name: m for m in MISTAKES}
     worst = 0.0
     for name, fp in stored.mistakes.items():

@@ -57,23 +57,27 @@ class Mistake(Variant):
 
     raises: tuple[type[BaseException], ...] = ()  # exceptions that are this mistake's failure, besides a wrong output
     diagnosis: str = ""  # completes "your output equals what ... gives"
+    # What the output shows, true of every known wrong implementation that shares this mistake's
+    # fingerprint: said instead of the name when the fingerprint is shared (make_fixtures.py)
+    shows: str = ""
 
 
 MISTAKES: list[Mistake] = []  # each fails at least one public snapshot case
 VARIANTS: list[Variant] = []  # each passes every case
+CONFUSERS: list[Variant] = []  # wrong, not named by the catalogue: never to be given a catalogued name
 # Tensor-parallel mistakes no forward snapshot can see (the adapters return outputs, not
 # gradients or collective counts): (mistake, caught_by), each failing the test of
 # tests/test_parallel_layers.py whose id contains `caught_by`; the catalogue test checks it does.
 PARALLEL_MISTAKES_BEYOND_SNAPSHOTS: list[tuple[Mistake, str]] = []
 
 
-def mistake(name: str, owner: object, attribute: str, *, diagnosis: str,
+def mistake(name: str, owner: object, attribute: str, *, diagnosis: str, shows: str = "",
             raises: tuple[type[BaseException], ...] = (), caught_by: str | None = None):  # fmt: skip
     """Register the decorated function as the mistake `name` (`<component>-<what>`) replacing
     `owner.attribute`; with `caught_by`, as a parallel mistake only that test sees."""
 
     def register(fn: Callable) -> Callable:
-        entry = Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis)
+        entry = Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows)
         if caught_by is None:
             MISTAKES.append(entry)
         else:
@@ -88,6 +92,16 @@ def variant(name: str, owner: object, attribute: str):
 
     def register(fn: Callable) -> Callable:
         VARIANTS.append(Variant(name, owner, attribute, fn))
+        return fn
+
+    return register
+
+
+def confuser(name: str, owner: object, attribute: str):
+    """Register the decorated function as the confuser `name` replacing `owner.attribute`."""
+
+    def register(fn: Callable) -> Callable:
+        CONFUSERS.append(Variant(name, owner, attribute, fn))
         return fn
 
     return register
@@ -111,5 +125,5 @@ def _in_component_order(entry) -> int:
     return COMPONENTS.index(component) if component in COMPONENTS else len(COMPONENTS)
 
 
-for _entries in (MISTAKES, VARIANTS, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS):
+for _entries in (MISTAKES, VARIANTS, CONFUSERS, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS):
     _entries.sort(key=_in_component_order)  # stable: registration order within a component

@@ -13,6 +13,11 @@ import cs336_basics.serialization as serialization
 
 from . import mistake, variant
 
+OPTIMIZER_STATE_LOST = (
+    "a resumed training whose steps after the load are those of an optimizer starting again from zero "
+    "(AdamW's moments and step count did not come back: saved, or loaded?)"
+)
+
 
 def _windows(dataset, starts, context_length, device):
     positions = np.asarray(starts)[:, None] + np.arange(context_length + 1)
@@ -32,7 +37,13 @@ def get_batch_never_last_window(dataset, batch_size, context_length, device, gen
     return w[:, :-1], w[:, 1:]
 
 
-@mistake("get_batch-never_first_window", data, "get_batch", diagnosis="get_batch drawing starts from 1, never 0")
+@mistake(
+    "get_batch-never_first_window",
+    data,
+    "get_batch",
+    diagnosis="get_batch drawing starts from 1, never 0",
+    shows="batches in which the first window (start 0) is never drawn",
+)
 def get_batch_never_first_window(dataset, batch_size, context_length, device, generator=None):
     starts = torch.randint(1, len(dataset) - context_length, (batch_size,), generator=generator)  # counts from 1
     w = _windows(dataset, starts.numpy(), context_length, device)
@@ -68,6 +79,8 @@ def get_batch_one_window_per_batch(dataset, batch_size, context_length, device, 
     data,
     "get_batch",
     diagnosis="get_batch returning the token file's dtype (uint16 or int32) instead of torch.long",
+    shows="batches failing the first check: inputs and targets each a torch.long tensor of shape "
+    "(batch_size, context_length) on the device",
 )
 def get_batch_keeps_token_dtype(dataset, batch_size, context_length, device, generator=None):
     starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
@@ -90,8 +103,8 @@ def get_batch_reads_whole_file(dataset, batch_size, context_length, device, gene
 
 @variant("get_batch-numpy_slices", data, "get_batch")
 def get_batch_numpy_slices(dataset, batch_size, context_length, device, generator=None):
-    """Correct, written otherwise: NumPy's global generator and one slice per row."""
-    starts = np.random.randint(0, len(dataset) - context_length, size=batch_size)
+    """Correct, written otherwise: one NumPy slice per row."""
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator).tolist()
     rows = np.stack([np.asarray(dataset[s : s + context_length + 1], dtype=np.int64) for s in starts])
     return torch.tensor(rows[:, :-1], device=device), torch.tensor(rows[:, 1:], device=device)
 
@@ -102,6 +115,7 @@ def get_batch_numpy_slices(dataset, batch_size, context_length, device, generato
     "save_checkpoint",
     diagnosis="save_checkpoint keeping the optimizer's hyper-parameters but not its state (AdamW's moments and "
     "step count restart at zero)",
+    shows=OPTIMIZER_STATE_LOST,
 )
 def save_checkpoint_without_optimizer_state(model, optimizer, iteration, out):
     optimizer_state = {"state": {}, "param_groups": optimizer.state_dict()["param_groups"]}  # hyper-parameters only
@@ -116,6 +130,7 @@ def save_checkpoint_without_optimizer_state(model, optimizer, iteration, out):
     "load_checkpoint",
     diagnosis="load_checkpoint restoring the model but not the optimizer (AdamW's moments and step count "
     "restart at zero)",
+    shows=OPTIMIZER_STATE_LOST,
 )
 def load_checkpoint_skips_optimizer(src, model, optimizer):
     state = serialization.read_checkpoint(src)

@@ -22,6 +22,12 @@ def _blocked(mask):
     return None if mask is None else ~mask
 
 
+GENERATION_DIVERGES = (
+    "token ids that diverge where several known mistakes make them diverge (positions or the KV cache in "
+    "generation, or attention or the model underneath): check that `pytest -k lm` and `-k mha` pass first"
+)
+
+
 @mistake(
     "attention-mask_inverted",
     F,
@@ -386,6 +392,7 @@ def _greedy_with_cache(model, prompt_ids, max_new_tokens, next_input):
     generation,
     "generate",
     diagnosis="generation feeding each new token at position 0 (not after the cached ones)",
+    shows=GENERATION_DIVERGES,
 )
 def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                                generator=None, use_cache=True):  # fmt: skip
@@ -399,6 +406,7 @@ def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.
     generation,
     "generate",
     diagnosis="generation choosing each token from the logits of the first position instead of the last",
+    shows=GENERATION_DIVERGES,
 )
 def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                                  generator=None, use_cache=True):  # fmt: skip
@@ -414,6 +422,7 @@ def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=
     generation,
     "generate",
     diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)",
+    shows=GENERATION_DIVERGES,
 )
 def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
                                 generator=None, use_cache=True):  # fmt: skip

@@ -25,7 +25,10 @@ def linear_transposed(x, weight, bias=None):
     return plus_bias(x @ weight, bias)
 
 
-@mistake("linear-bias_ignored", F, "linear", diagnosis="Linear ignoring the bias it was given")
+NO_BIASES = "an output without the biases added (check that each bias given is added)"
+
+
+@mistake("linear-bias_ignored", F, "linear", diagnosis="Linear ignoring the bias it was given", shows=NO_BIASES)
 def linear_bias_ignored(x, weight, bias=None):
     return x @ weight.T
 
@@ -349,6 +352,7 @@ def swiglu_silu_after_product(x, w1, w2, w3, activation="silu"):
     F,
     "positionwise_ffn",
     diagnosis="the position-wise FFN without its biases b1 and b2",
+    shows=NO_BIASES,
 )
 def positionwise_ignores_biases(x, w1, b1, w2, b2, activation="gelu"):
     return F.linear(F.gelu(F.linear(x, w1)), w2)

@@ -120,6 +120,8 @@ def draw_returns_sorted_index(logits, temperature=0.0, top_p=1.0, generator=None
     sampling,
     "sample_next_token",
     diagnosis="sampling that always takes the argmax (the temperature and top_p ignored)",
+    shows="sampled token ids that differ from the expected draw (the distribution sampled from: temperature, "
+    "top_p, or softmax and the model underneath)",
 )
 def greedy_at_any_temperature(logits, temperature=0.0, top_p=1.0, generator=None):
     return logits.argmax(dim=-1)
@@ -151,6 +153,8 @@ mistake(
     generation,
     "generate",
     diagnosis="generation that goes on after an end-of-sequence id (eos_token_ids ignored)",
+    shows="token ids that differ from the expected ones in a generation that meets an end-of-sequence id "
+    "(stopping at it, yielding it, or the model underneath: check that `pytest -k lm` passes first)",
 )(_stopping(lambda tokens, eos: tokens))
 
 mistake(
@@ -158,6 +162,8 @@ mistake(
     generation,
     "generate",
     diagnosis="generation that stops at an end-of-sequence id without yielding it",
+    shows="token ids that differ from the expected ones in a generation that meets an end-of-sequence id "
+    "(stopping at it, yielding it, or the model underneath: check that `pytest -k lm` passes first)",
 )(_stopping(_before_eos))
 
 

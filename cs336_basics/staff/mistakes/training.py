@@ -12,6 +12,11 @@ from . import mistake, up, variant
 
 # ---- cross_entropy (functional.cross_entropy) -----------------------------------------------
 
+NOT_FINITE_LOSS = (
+    "a loss that is not finite for logits of size 1e4 (exp of a large logit overflowing, or the log of a "
+    "probability that rounded to 0)"
+)
+
 
 def _flat(inputs, targets):
     x = up(inputs)
@@ -33,6 +38,7 @@ def _logsumexp(x, dim=-1):
     "cross_entropy",
     diagnosis="cross-entropy as -log(softmax(x)[target]): a probability that rounds to 0 gives log(0) = -inf "
     "(use logsumexp(x) - x[target])",
+    shows=NOT_FINITE_LOSS,
 )
 def cross_entropy_log_of_softmax(inputs, targets):
     x, t = _flat(inputs, targets)
@@ -45,6 +51,7 @@ def cross_entropy_log_of_softmax(inputs, targets):
     F,
     "cross_entropy",
     diagnosis="cross-entropy as log(sum(exp(x))) - x[target] without subtracting the max (exp overflows)",
+    shows=NOT_FINITE_LOSS,
 )
 def cross_entropy_no_max_subtraction(inputs, targets):
     x, t = _flat(inputs, targets)
@@ -90,6 +97,25 @@ def cross_entropy_indexed_not_gathered(inputs, targets):
 def cross_entropy_logsumexp(inputs, targets):
     x, t = _flat(inputs, targets)
     return (torch.logsumexp(x, -1) - _target_logit(x, t)).mean().to(inputs.dtype)
+
+
+@variant("cross_entropy-max_plus_log_sum_exp", F, "cross_entropy")
+def cross_entropy_max_plus_log_sum_exp(inputs, targets):
+    # the textbook m + log(sum(exp(x - m))) - x[t]: adding m back rounds at ulp(m), so for logits
+    # near 1000 the loss (a few units) keeps ~1e-14 of relative accuracy, not ~1e-16
+    x, t = _flat(inputs, targets)
+    m = x.detach().amax(-1, keepdim=True)
+    lse = m.squeeze(-1) + torch.log(torch.exp(x - m).sum(-1))
+    return (lse - _target_logit(x, t)).mean().to(inputs.dtype)
+
+
+@variant("cross_entropy-shifted_minus_log_normalizer", F, "cross_entropy")
+def cross_entropy_log_softmax(inputs, targets):
+    # -mean(log_softmax(x)[t]) with log_softmax = x - m - log(sum(exp(x - m))), as torch computes it
+    x, t = _flat(inputs, targets)
+    shifted = x - x.detach().amax(-1, keepdim=True)
+    log_probs = shifted - torch.log(torch.exp(shifted).sum(-1, keepdim=True))
+    return (-_target_logit(log_probs, t)).mean().to(inputs.dtype)
 
 
 # ---- adamw (AdamW.step) ---------------------------------------------------------------------
@@ -285,12 +311,16 @@ def _norm(grads):
     optim,
     "gradient_clipping",
     diagnosis="gradient clipping by each parameter's own norm instead of the norm of all gradients together",
+    shows="gradients not scaled by the one factor max_l2_norm / (norm + 1e-6), norm the L2 norm of all "
+    "gradients together (check that norm, that each p.grad is scaled in place, and by the same factor)",
 )
 def clip_per_parameter(parameters, max_l2_norm, eps=1e-6):
-    for g in _grads(parameters):
+    grads = _grads(parameters)
+    for g in grads:
         norm = _norm([g])
         if norm > max_l2_norm:
             g.mul_(max_l2_norm / (norm + eps))
+    return _norm(grads)
 
 
 @mistake(
@@ -301,8 +331,11 @@ def clip_per_parameter(parameters, max_l2_norm, eps=1e-6):
     "by the L2 norm",
 )
 def clip_values(parameters, max_l2_norm, eps=1e-6):
-    for g in _grads(parameters):
+    grads = _grads(parameters)
+    norm = _norm(grads)
+    for g in grads:
         g.clamp_(-max_l2_norm, max_l2_norm)
+    return norm
 
 
 @mistake(
@@ -313,9 +346,10 @@ def clip_values(parameters, max_l2_norm, eps=1e-6):
 )
 def clip_always_scales(parameters, max_l2_norm, eps=1e-6):
     grads = _grads(parameters)
-    scale = max_l2_norm / (_norm(grads) + eps)
+    norm = _norm(grads)
     for g in grads:
-        g.mul_(scale)
+        g.mul_(max_l2_norm / (norm + eps))
+    return norm
 
 
 @mistake(
@@ -330,6 +364,7 @@ def clip_without_eps(parameters, max_l2_norm, eps=1e-6):
     if norm > max_l2_norm:
         for g in grads:
             g.mul_(max_l2_norm / norm)
+    return norm
 
 
 @mistake(
@@ -338,6 +373,8 @@ def clip_without_eps(parameters, max_l2_norm, eps=1e-6):
     "gradient_clipping",
     diagnosis="gradient clipping that iterates `parameters` twice: an iterator such as model.parameters() "
     "is empty the second time, so nothing is scaled (make a list first)",
+    shows="gradients left as they were although their norm is above max_l2_norm (the parameters came as an "
+    "iterator that can be read once)",
 )
 def clip_reads_parameters_twice(parameters, max_l2_norm, eps=1e-6):
     norm = _norm(_grads(parameters))  # an iterator is used up here
@@ -345,12 +382,15 @@ def clip_reads_parameters_twice(parameters, max_l2_norm, eps=1e-6):
         for p in parameters:
             if p.grad is not None:
                 p.grad.mul_(max_l2_norm / (norm + eps))
+    return norm
 
 
 @variant("gradient_clipping-clamped_coefficient", optim, "gradient_clipping")
 def clip_coefficient_clamped(parameters, max_l2_norm, eps=1e-6):
     # as torch.nn.utils.clip_grad_norm_ writes it: always multiply by min(1, max / (norm + eps))
     grads = _grads(parameters)
-    coef = (max_l2_norm / (_norm(grads) + eps)).clamp(max=1.0)
+    norm = _norm(grads)
+    coef = (max_l2_norm / (norm + eps)).clamp(max=1.0)
     for g in grads:
         g.mul_(coef.to(g.dtype))
+    return norm

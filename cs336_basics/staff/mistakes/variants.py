@@ -1,6 +1,8 @@
 """Accepted variants: correct implementations written differently. Each must pass every case,
 which shows the tolerances are not tighter than the arithmetic allows."""
 
+import math
+
 import torch
 
 import cs336_basics.generate as generation
@@ -18,6 +20,19 @@ def linear_matmul(x, weight, bias=None):
 def silu_exp_division(x):
     x_c = up(x)
     return (x_c / (1 + torch.exp(-x_c))).to(x.dtype)
+
+
+@variant("gelu-one_plus_erf", F, "gelu")
+def gelu_one_plus_erf(x, approximate="none"):
+    # the paper's 0.5 x (1 + erf(x / sqrt 2)), as torch's F.gelu computes it: 1 + erf cancels to 0
+    # for x << 0 (-0.0 at x = -10, where the exact value is -7.6e-23), a loss of 1e-22 on the scale
+    # of any input that is not all in the far tail
+    if approximate == "tanh":
+        x_c = up(x)
+        u = math.sqrt(2.0 / math.pi) * (x_c + 0.044715 * x_c.pow(3))
+        return (0.5 * x_c * (1 + torch.tanh(u))).to(x.dtype)
+    x_c = up(x)
+    return (0.5 * x_c * (1 + torch.erf(x_c / math.sqrt(2.0)))).to(x.dtype)
 
 
 @variant("softmax-logsumexp", F, "softmax")

@@ -1,0 +1,37 @@
+"""The ladders (tests/test_<component>_ladder.py) against the catalogue: every accepted variant
+climbs every rung, and every mistake and confuser of a laddered component fails a rung (or is
+listed below with the test that catches it), whose message is what a student sees first."""
+
+import pytest
+
+from cs336_basics.staff.mistakes import CONFUSERS, MISTAKES, VARIANTS
+
+from .ladders import LADDERED, first_failed_rung
+
+# Wrong implementations no rung sees, and why: a behaviour the ladder does not measure.
+BEYOND_THE_LADDER = {
+    "get_batch-reads_whole_file": "memory, not values: test_get_batch_reads_only_the_sampled_tokens_of_a_memmap",
+}
+
+LADDER_VARIANTS = [v for v in VARIANTS if v.component in LADDERED]
+LADDER_WRONG = [w for w in (*MISTAKES, *CONFUSERS) if w.component in LADDERED]
+
+
+@pytest.mark.parametrize("component", LADDERED)
+def test_ladders_the_reference_climbs_every_rung(component):
+    assert first_failed_rung(component) is None
+
+
+@pytest.mark.parametrize("variant", LADDER_VARIANTS, ids=[v.name for v in LADDER_VARIANTS])
+def test_ladders_every_accepted_variant_climbs_every_rung(variant):
+    with variant.applied():
+        assert first_failed_rung(variant.component) is None
+
+
+@pytest.mark.parametrize("wrong", LADDER_WRONG, ids=[w.name for w in LADDER_WRONG])
+def test_ladders_every_known_wrong_implementation_fails_a_rung(wrong):
+    with wrong.applied():
+        failed = first_failed_rung(wrong.component)
+    assert (failed is None) == (wrong.name in BEYOND_THE_LADDER), failed
+    if failed is not None:
+        assert "observed: " in failed[1] and "look at: " in failed[1]
