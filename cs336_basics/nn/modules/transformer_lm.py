@@ -6,6 +6,7 @@ token_embeddings.weight, and the state dict has no lm_head.weight."""
 
 from dataclasses import dataclass
 
+import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
@@ -91,6 +92,8 @@ class TransformerLM(nn.Module):
                 f"in_indices has {seq} tokens after {past} cached ones; context_length={self.config.context_length}"
             )
         # BEGIN SOLUTION
+        if token_positions is None:  # built once here, not again in every layer's attention
+            token_positions = torch.arange(past, past + seq, device=in_indices.device)  # (seq,)
         x = self.token_embeddings(in_indices)  # (..., seq, d_model)
         for i, layer in enumerate(self.layers):
             x = layer(x, token_positions, kv_cache[i] if kv_cache else None, attention_mask)
