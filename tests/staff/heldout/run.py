@@ -132,9 +132,17 @@ def first_failure(junit: Path, root: Path) -> dict | None:
     return None
 
 
-def run_public(repo: Path, copy: Path, component: str, timeout: float) -> dict:
-    """The component's public tests in `copy`, stopping at the first failure."""
-    tests = sorted(os.path.relpath(p, copy) for p in glob.glob(str(copy / "tests" / "test_*.py")))
+def test_files(junit: Path, root: Path) -> list[str]:
+    """The test files a JUnit report ran tests from, sorted as pytest was given them."""
+    cases = ET.parse(junit).getroot().iter("testcase") if junit.exists() else []
+    return sorted({_nodeid(c.get("classname", ""), c.get("name", ""), root).split("::")[0] for c in cases})
+
+
+def run_public(repo: Path, copy: Path, component: str, timeout: float, files: list[str] | None = None) -> dict:
+    """The component's public tests in `copy`, stopping at the first failure. `files` (those the
+    reference's run selected tests from; all tests/test_*.py if None) only saves collection time:
+    pytest runs them in the same order, so the first failure is the same."""
+    tests = files or sorted(os.path.relpath(p, copy) for p in glob.glob(str(copy / "tests" / "test_*.py")))
     junit = copy / "junit.xml"
     cmd = ["nice", "-n", "10", repo_python(repo), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
     cmd += ["-k", component, f"--junitxml={junit}", *tests]
@@ -153,6 +161,13 @@ def run_public(repo: Path, copy: Path, component: str, timeout: float) -> dict:
     else:
         status = f"pytest exit {proc.returncode}"
     failure = first_failure(junit, copy)
+    if files is None and status == "survived":
+        return {
+            "status": status,
+            "seconds": round(time.time() - start, 1),
+            "summary": summary,
+            "files": test_files(junit, copy),
+        }
     if status == "killed" and failure is None:
         failure = {
             "test": "(collection)",
@@ -183,27 +198,37 @@ def run_grade(repo: Path, copy: Path, component: str, timeout: float) -> dict:
     return {"score": data.get("score"), "max_score": float(points)}
 
 
-def measure(repo: Path, m: Mistake | None, component: str, args) -> dict:
+def measure(repo: Path, m: Mistake | None, component: str, args, files: list[str] | None = None) -> dict:
     """Copy, patch (unless m is None: the reference itself), run; the record of one mistake."""
     with tempfile.TemporaryDirectory(prefix="heldout-", dir=args.workdir) as tmp:
         copy = Path(tmp)
         make_copy(repo, copy)
         if m is not None:
             (copy / m.file).write_text(patched_text(repo, m))
-        record = run_public(repo, copy, component, args.timeout)
+        record = run_public(repo, copy, component, args.timeout, files)
         if args.grade:
             record.update(run_grade(repo, copy, component, args.timeout))
     return record
 
 
-def head_commit(repo: Path) -> str:
-    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(
-        ["git", "-C", str(repo), "status", "--porcelain", "--", "cs336_basics", "tests", ":!tests/staff/heldout"],
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+CODE_PATHS = ["cs336_basics", "tests", "fixtures", "hidden_fixtures", "pyproject.toml"]
+BANK_PATH = "tests/staff/heldout/"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True).stdout.strip()
+
+
+def code_id(repo: Path, rev: str = "HEAD") -> str:
+    """What the measurement depends on: the package, tests and fixtures at `rev` (the bank and its
+    results left out, so committing them does not invalidate a run), "+dirty" if the work tree differs."""
+    listing = [
+        line for line in _git(repo, "ls-tree", "-r", rev, "--", *CODE_PATHS).splitlines() if BANK_PATH not in line
+    ]
+    digest = hashlib.sha256("\n".join(listing).encode()).hexdigest()[:16]
+    if rev == "HEAD" and _git(repo, "status", "--porcelain", "--", *CODE_PATHS, f":!{BANK_PATH}"):
+        digest += "+dirty"
+    return digest
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -250,8 +275,8 @@ def main(argv=None) -> int:
         return 1 if not args.check else 0
     out = Path(args.out) if args.out else Path(args.bank) / "results.json"
     results = json.loads(out.read_text()) if out.exists() else {}
-    commit = head_commit(repo)
-    results["__meta__"] = {"repo": str(repo), "commit": commit, "grade": args.grade}
+    commit, code = _git(repo, "rev-parse", "HEAD"), code_id(repo)
+    results["__meta__"] = {"repo": str(repo), "commit": commit, "code": code, "grade": args.grade}
     jobs = [(None, c) for c in dict.fromkeys(m.component for m in mistakes)] + [(m, m.component) for m in mistakes]
     lock = threading.Lock()
 
@@ -261,13 +286,15 @@ def main(argv=None) -> int:
     def todo(m, c):
         old = results.get(key(m, c))
         digest = m.digest() if m is not None else "reference"
-        fresh = old and old.get("commit") == commit and old.get("digest") == digest
+        same_code = old and old.get("code", code_id(repo, old.get("commit", "HEAD"))) == code
+        fresh = same_code and old.get("digest") == digest
         fresh = fresh and (not args.grade or "score" in old or "grade" in old)
         return args.force or not fresh
 
     def one(m, c):
-        record = measure(repo, m, c, args)
-        record.update(component=c, commit=commit, digest=m.digest() if m is not None else "reference")
+        files = None if m is None else results.get(f"reference/{c}", {}).get("files")
+        record = measure(repo, m, c, args, files)
+        record.update(component=c, commit=commit, code=code, digest=m.digest() if m is not None else "reference")
         if m is not None:
             record.update(description=m.description, file=m.file)
         with lock:
@@ -279,8 +306,9 @@ def main(argv=None) -> int:
     print(f"{len(pending)} of {len(jobs)} runs to do against {repo} at {commit}", flush=True)
     start = time.time()
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        for f in [pool.submit(one, m, c) for m, c in pending]:
-            f.result()
+        for phase in ([j for j in pending if j[0] is None], [j for j in pending if j[0] is not None]):
+            for f in [pool.submit(one, m, c) for m, c in phase]:  # the references first: their test files
+                f.result()
     print(f"done in {time.time() - start:.0f} s wall", flush=True)
     write_json(out, results)
     return 0
