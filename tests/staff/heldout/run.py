@@ -198,14 +198,15 @@ def run_grade(repo: Path, copy: Path, component: str, timeout: float) -> dict:
     return {"score": data.get("score"), "max_score": float(points)}
 
 
-def measure(repo: Path, m: Mistake | None, component: str, args, files: list[str] | None = None) -> dict:
-    """Copy, patch (unless m is None: the reference itself), run; the record of one mistake."""
+def measure(repo: Path, m: Mistake | None, component: str, args, files: list[str] | None, public: bool) -> dict:
+    """Copy, patch (unless m is None: the reference itself), run the public tests (if `public`) and
+    the grade (if args.grade); what was measured, as a record."""
     with tempfile.TemporaryDirectory(prefix="heldout-", dir=args.workdir) as tmp:
         copy = Path(tmp)
         make_copy(repo, copy)
         if m is not None:
             (copy / m.file).write_text(patched_text(repo, m))
-        record = run_public(repo, copy, component, args.timeout, files)
+        record = run_public(repo, copy, component, args.timeout, files) if public else {}
         if args.grade:
             record.update(run_grade(repo, copy, component, args.timeout))
     return record
@@ -283,24 +284,28 @@ def main(argv=None) -> int:
     def key(m, c):
         return m.id if m is not None else f"reference/{c}"
 
-    def todo(m, c):
+    def public_fresh(m, c) -> bool:
         old = results.get(key(m, c))
         digest = m.digest() if m is not None else "reference"
         same_code = old and old.get("code", code_id(repo, old.get("commit", "HEAD"))) == code
-        fresh = same_code and old.get("digest") == digest
-        fresh = fresh and (not args.grade or "score" in old or "grade" in old)
-        return args.force or not fresh
+        return bool(same_code and old.get("digest") == digest and not args.force)
+
+    def todo(m, c):
+        graded = "score" in results.get(key(m, c), {}) or "grade" in results.get(key(m, c), {})
+        return not public_fresh(m, c) or (args.grade and not graded)
 
     def one(m, c):
         files = None if m is None else results.get(f"reference/{c}", {}).get("files")
-        record = measure(repo, m, c, args, files)
+        public = not public_fresh(m, c)
+        record = measure(repo, m, c, args, files, public)
         record.update(component=c, commit=commit, code=code, digest=m.digest() if m is not None else "reference")
         if m is not None:
             record.update(description=m.description, file=m.file)
         with lock:
-            results[key(m, c)] = record
+            results[key(m, c)] = record if public else {**results[key(m, c)], **record}
             write_json(out, results)
-            print(f"{key(m, c)}: {record['status']} ({record['seconds']} s)", flush=True)
+            done = results[key(m, c)]
+            print(f"{key(m, c)}: {done['status']} ({done['seconds']} s) {done.get('score', '')}", flush=True)
 
     pending = [(m, c) for m, c in jobs if todo(m, c)]
     print(f"{len(pending)} of {len(jobs)} runs to do against {repo} at {commit}", flush=True)

@@ -81,7 +81,8 @@ def summary(results: dict, verdicts: dict) -> str:
         for k in survivors
     ]
     full = [k for k, r in records.items() if r["status"] == "killed" and _full_marks(r)]
-    out += ["", "## Fail the public suite but keep full marks in the grade", ""]
+    graded = sum(r.get("score") is not None for r in records.values())
+    out += ["", "## Fail the public suite but keep full marks in the grade", "", f"({graded} mistakes graded)", ""]
     out += [f"- `{k}` ({records[k]['component']}): {records[k].get('description', '')}" for k in full] or ["(none)"]
     wrong = [k for k in records if verdicts.get(k, {}).get("verdict") == "wrong"]
     out += ["", "## First message names a wrong mistake", ""]
