@@ -67,7 +67,10 @@ def summary(results: dict, verdicts: dict) -> str:
     meta, records = results.get("__meta__", {}), _records(results)
     refs = {k: v["status"] for k, v in results.items() if k.startswith("reference/")}
     out = ["# Held-out mistake bank: results", ""]
-    out += [f"Repository `{meta.get('repo')}` at commit `{meta.get('commit')}`; graded: {meta.get('grade')}.", ""]
+    out += [
+        f"Repository `{meta.get('repo')}` at commit `{meta.get('commit')}` (code id `{meta.get('code')}`: package, tests and fixtures); graded: {meta.get('grade')}.",
+        "",
+    ]
     bad_refs = [k for k, s in refs.items() if s != "survived"]
     out += [
         f"Reference passes every selected public suite: {'yes' if not bad_refs else 'NO: ' + ', '.join(bad_refs)}.",
