@@ -51,10 +51,13 @@ class Mistake:
 
 
 def load_bank(bank: Path) -> list[Mistake]:
-    """Every mistake of every <component>.toml in `bank`, in file order."""
+    """Every mistake of every <component>.toml in `bank` (a .toml that declares `component`;
+    judgements files do not), in file order."""
     mistakes, seen = [], set()
     for path in sorted(bank.glob("*.toml")):
         data = tomllib.loads(path.read_text())
+        if "component" not in data:
+            continue
         component = data["component"]
         for entry in data["mistake"]:
             m = Mistake(component, entry["id"], entry["description"], entry["file"], entry["old"], entry["new"])
