@@ -1,5 +1,5 @@
-"""`cs336`: the course's command line. `main(argv, add_commands)` lets the staff's entry point
-(cs336_basics/staff/cli.py) add its commands to these."""
+"""`cs336`: the course's command line. `main(argv, add_commands)` lets another entry point add its
+commands to these."""
 
 import argparse
 import sys

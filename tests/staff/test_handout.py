@@ -349,6 +349,7 @@ def _skipped_then_passed(handout: Path, tmp_path: Path, keyword: str, skip_messa
 
 
 @pytest.mark.smollm2  # loads SmolLM2 in a subprocess; run in the staff suite and with -k smollm2
+@pytest.mark.slow  # second tier
 def test_handout_smollm2_answers_paris_like_the_reference_and_skips_until_every_component_works(handout, tmp_path):
     _skipped_then_passed(handout, tmp_path, "smollm2_answers", "not implemented")
 
