@@ -141,6 +141,10 @@ ARCHITECTURE = ("vocab_size", "vocab_path", "merges_path", "context_length", "d_
                 "d_ff", "rope_theta", "norm", "position", "ffn", "corpus", "valid_fraction")  # fmt: skip
 
 
+# Settings that do not change what a run computes: two runs differing only in these are the same run.
+MACHINE = ("out_dir", "progress", "threads", "device")
+
+
 def _toml_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

@@ -32,7 +32,7 @@ from cs336_basics.train import metrics as M
 from cs336_basics.train import tokens as T
 from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml
 
-CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"
+CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"  # sweep.py names them too
 
 
 def resolve_device(name: str) -> torch.device:
