@@ -105,7 +105,8 @@ def figure(runs: list[Run], names: list[str]) -> bytes:
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("loss (nats/token): validation o-, training thin")
-    axes[1].legend(fontsize=8)
+    if axes[1].get_legend_handles_labels()[0]:
+        axes[1].legend(fontsize=8)
     fig.tight_layout()
     png = io.BytesIO()
     try:

@@ -176,3 +176,10 @@ def test_compare_table_gives_the_final_and_best_validation_loss(swept, tmp_path)
 def test_compare_of_a_directory_that_is_not_a_run_names_it(tmp_path, capsys):
     assert main(["compare", str(tmp_path)]) == 1
     assert f"{str(tmp_path)!r} is not a cs336 train run directory" in capsys.readouterr().err
+
+
+def test_answer_key_page_is_generated_from_the_committed_runs():
+    from tests.staff.answer_key import make_page
+
+    committed = (make_page.HERE / "README.md").read_text()
+    assert make_page.page() == committed, "run: uv run python -m tests.staff.answer_key.make_page"
