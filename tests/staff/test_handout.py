@@ -282,7 +282,7 @@ def test_handout_cli_offers_the_student_commands(handout):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert "{status,submit,generate,train}" in done.stdout
+    assert "{status,submit,generate,train,sweep,compare}" in done.stdout
     scripts = tomllib.loads((handout / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"cs336": "cs336_basics.cli:main"}
 
@@ -319,8 +319,8 @@ def test_handout_stub_keeps_indentation_and_names_the_def(tmp_path):
 
 
 def _skipped_then_passed(handout: Path, tmp_path: Path, keyword: str, skip_message: str) -> None:
-    """`pytest -k keyword` selects one test, skipped on the handout with `skip_message` in the log, and
-    passed on the handout with the solutions restored (both run at once)."""
+    """`pytest -k keyword` selects tests, each skipped on the handout with `skip_message` in the log,
+    and passed on the handout with the solutions restored (both run at once)."""
     restored = tmp_path / "restored"
     shutil.copytree(handout, restored)
     H.restore_solutions(restored, REPO)
@@ -331,10 +331,11 @@ def _skipped_then_passed(handout: Path, tmp_path: Path, keyword: str, skip_messa
     }
     logs = {name: (p.wait(), (tmp_path / f"{name}.log").read_text()) for name, p in procs.items()}
     stub = _results(tmp_path / "stub_run.xml", handout)
-    assert logs["stub_run"][0] == 0 and [o for o, _ in stub.values()] == ["skipped"], logs["stub_run"][1][-2000:]
+    skipped = [o for o, _ in stub.values()]
+    assert logs["stub_run"][0] == 0 and skipped and set(skipped) == {"skipped"}, logs["stub_run"][1][-2000:]
     assert skip_message in logs["stub_run"][1], logs["stub_run"][1][-2000:]
     done = _results(tmp_path / "restored_run.xml", restored)
-    assert [o for o, _ in done.values()] == ["passed"], logs["restored_run"][1][-2000:]
+    assert [o for o, _ in done.values()] == ["passed"] * len(skipped), logs["restored_run"][1][-2000:]
 
 
 @pytest.mark.smollm2  # loads SmolLM2 in a subprocess; run in the staff suite and with -k smollm2
@@ -346,3 +347,10 @@ def test_handout_short_training_run_skips_until_every_component_works_and_passes
     """tests/test_train.py on the handout: skipped, naming the first function still to write (the
     loop is given; train_bpe is the first component it calls); with the solutions restored, passed."""
     _skipped_then_passed(handout, tmp_path, "train_short_run", "not implemented yet: Implement train_bpe")
+
+
+def test_handout_ablations_train_once_written_and_skip_before(handout, tmp_path):
+    """The four ablations' training tests (tests/test_train.py) on the handout: skipped until every
+    component is written; with the solutions restored (the block's and the LM's ablations in
+    them), each trains."""
+    _skipped_then_passed(handout, tmp_path, "train_ablation", "not implemented yet: Implement train_bpe")
