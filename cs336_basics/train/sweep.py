@@ -112,6 +112,8 @@ def execute(runs: list[SweepRun], jobs: int, config_file: str | None) -> dict[st
             process.terminate()
         for _, process in running.values():
             process.wait()
+        if running:
+            print(f"stopped {', '.join(running)}: start the sweep again to resume", file=sys.stderr, flush=True)
     return states
 
 

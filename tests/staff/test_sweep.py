@@ -95,6 +95,31 @@ def test_sweep_killed_outright_repeats_no_finished_run(tmp_path):
         assert _records(out / f"seed={seed}")[-1]["step"] == 20
 
 
+def _processes_naming(text: str) -> list[int]:
+    """The ids of live processes whose command line contains `text` (Linux /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:  # it ended meanwhile
+            pass
+    return found
+
+
+def test_sweep_stopped_by_sigterm_stops_its_runs(tmp_path):
+    out = tmp_path / "s"
+    argv = ["sweep", "--set", "seed=0", "--out", str(out), *_settings(tmp_path), "--max_steps=100000"]
+    sweep = subprocess.Popen([sys.executable, "-m", "cs336_basics", *argv], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + HANG
+    while not _processes_naming(f"--out_dir={out}") and sweep.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sweep.send_signal(signal.SIGTERM)  # the sweep alone, as `kill PID` does
+    assert sweep.wait(timeout=HANG) == 128 + signal.SIGTERM
+    assert "stopped seed=0: start the sweep again to resume" in sweep.stderr.read()
+    assert _processes_naming(f"--out_dir={out}") == []
+
+
 def test_sweep_continues_a_stopped_run_from_its_checkpoint(tmp_path, monkeypatch):
     argv = ["sweep", "--set", "seed=3", "--out", str(tmp_path / "s"), *_settings(tmp_path)]
     settings = dict(a[2:].split("=", 1) for a in argv[5:])
