@@ -89,6 +89,7 @@ def test_block_state_dict_keys_follow_cs336():
 # with built-ins: post-norm h = RMSNorm(x + attn(x)), out = RMSNorm(h + ffn(h)); no norm; the SiLU FFN.
 ABLATIONS = [("post", "swiglu"), ("none", "swiglu"), ("pre", "silu"), ("post", "silu")]
 H_SILU = 4 * D  # the SiLU FFN's width: d_ff = 4 d_model
+FFN_IDS = {"swiglu": "gated_ffn", "silu": "ungated_ffn"}  # ids naming no other component (-k silu)
 
 
 def ablation_weights(norm: str, ffn: str, seed=0) -> dict:
@@ -131,7 +132,7 @@ def ablated_block(w, norm: str, ffn: str) -> TransformerBlock:
     return block
 
 
-@pytest.mark.parametrize(("norm", "ffn"), ABLATIONS, ids=[f"{n}_norm-{f}" for n, f in ABLATIONS])
+@pytest.mark.parametrize(("norm", "ffn"), ABLATIONS, ids=[f"{n}_norm-{FFN_IDS[f]}" for n, f in ABLATIONS])
 def test_block_ablation_matches_its_formula_in_builtins(norm, ffn):
     w, x = ablation_weights(norm, ffn), rand(2, SEQ, D, seed=7)
     with torch.no_grad():
@@ -144,13 +145,13 @@ def test_block_without_norms_has_no_norm_weights():
     assert keys == set(cs336_weights(4)) - {"ln1.weight", "ln2.weight"}
 
 
-def test_block_silu_ffn_has_two_d_model_by_d_ff_matrices():
+def test_block_ungated_ffn_has_two_d_model_by_d_ff_matrices():
     ffn = TransformerBlock(D, 4, H_SILU, MAX_LEN, THETA, ffn="silu").ffn
     shapes = {k: tuple(v.shape) for k, v in ffn.state_dict().items()}
     assert shapes == {"w1.weight": (H_SILU, D), "w2.weight": (D, H_SILU)}  # 2 d_model d_ff = 8 d_model^2
 
 
-@pytest.mark.parametrize(("setting", "value"), [("norm", "layer"), ("ffn", "gelu")])
+@pytest.mark.parametrize(("setting", "value"), [("norm", "layer"), ("ffn", "mlp")])
 def test_block_unknown_ablation_names_the_setting(setting, value):
     with pytest.raises(ValueError, match=f"{setting} must be one of .*got '{value}'"):
         TransformerBlock(D, 4, H, MAX_LEN, THETA, **{setting: value})

@@ -137,7 +137,7 @@ def test_lm_nope_matches_its_formula_in_builtins_without_rotation():
         assert_close(model(ids), builtin_nope_lm(model, ids), tol("lm.nope"), "NoPE logits vs built-ins")
 
 
-def test_lm_nope_has_no_rope_and_the_same_weights():
+def test_lm_nope_has_no_position_module_and_the_same_weights():
     model = nope_model()
     assert not [m for m in model.modules() if isinstance(m, RotaryPositionalEmbedding)]
     assert set(model.state_dict()) == set(TransformerLM(config()).state_dict())
@@ -148,7 +148,7 @@ def test_lm_without_norms_has_no_norm_weights():
     assert not [k for k in model.state_dict() if ".ln" in k or k.startswith("ln")]
 
 
-@pytest.mark.parametrize(("setting", "value"), [("norm", "rms"), ("position", "alibi"), ("ffn", "relu")])
+@pytest.mark.parametrize(("setting", "value"), [("norm", "rms"), ("position", "alibi"), ("ffn", "mlp")])
 def test_lm_unknown_ablation_names_the_setting(setting, value):
     with pytest.raises(ValueError, match=f"{setting} must be one of .*got '{value}'"):
         dataclasses.replace(config(), **{setting: value})

@@ -47,7 +47,7 @@ def test_train_short_run_loss_falls_below_the_measured_threshold(tmp_path):
 
 # The ablations of CS336 section 7.3 as `cs336 train` settings (TransformerLMConfig's norm, position, ffn).
 ABLATIONS = {"no_norm": {"norm": "none"}, "post_norm": {"norm": "post"}, "nope": {"position": "none"},
-             "silu_ffn": {"ffn": "silu", "d_ff": 256}}  # fmt: skip
+             "ungated_ffn": {"ffn": "silu", "d_ff": 256}}  # fmt: skip
 
 
 @pytest.mark.parametrize("ablation", list(ABLATIONS))

@@ -120,7 +120,7 @@ def test_sweep_stopped_by_sigterm_stops_its_runs(tmp_path):
     assert _processes_naming(f"--out_dir={out}") == []
 
 
-def test_sweep_continues_a_stopped_run_from_its_checkpoint(tmp_path, monkeypatch):
+def test_sweep_continues_a_stopped_run_where_it_stopped(tmp_path, monkeypatch):
     argv = ["sweep", "--set", "seed=3", "--out", str(tmp_path / "s"), *_settings(tmp_path)]
     settings = dict(a[2:].split("=", 1) for a in argv[5:])
     run = plan(str(tmp_path / "s"), None, settings, {"seed": ["3"]})[0]
@@ -151,6 +151,7 @@ def test_sweep_continues_a_stopped_run_from_its_checkpoint(tmp_path, monkeypatch
      (["--set", "max_lr="], "--set must be setting=value1,value2"),
      (["--set", "max_lr=1e-3,1e-3"], "the grid repeats a run: max_lr=1e-3"),
      (["--jobs", "0"], "--jobs must be a positive integer, got 0")],
+    ids=["unknown_setting", "bad_value", "no_value", "repeated_value", "no_jobs"],
 )  # fmt: skip
 def test_sweep_bad_grid_is_one_line_naming_it(args, expected, tmp_path, capsys):
     assert main(["sweep", "--out", str(tmp_path / "s"), *args]) == 1
@@ -203,7 +204,7 @@ def test_compare_of_a_directory_that_is_not_a_run_names_it(tmp_path, capsys):
     assert f"{str(tmp_path)!r} is not a cs336 train run directory" in capsys.readouterr().err
 
 
-def test_answer_key_page_is_generated_from_the_committed_runs():
+def test_answer_key_page_is_current_with_the_committed_runs():
     from tests.staff.answer_key import make_page
 
     committed = (make_page.HERE / "README.md").read_text()
