@@ -1,5 +1,7 @@
 """`cs336 sweep`: run `cs336 train` once for every point of a grid (grid.py), each run in its own
 directory under --out, --jobs processes at a time (one thread each unless `--threads=N` says).
+Any other `--setting=value` (cs336 train's) holds for every run:
+`cs336 sweep --set max_lr=1e-3,3e-3,1e-2 --max_steps=200 --jobs 2`.
 
 A sweep can be stopped and started again: a finished run (its validation record at max_steps is
 in metrics.jsonl) or a diverged one (its last record says "diverged", loop.py) is not run again,
