@@ -12,11 +12,12 @@ measured is listed with the command that measures it."""
 import argparse
 import shutil
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from cs336_basics.atomic_write import write_atomic
 from cs336_basics.train.compare import Run, figure, labels, read_run, table
+from cs336_basics.train.config import MACHINE, TrainConfig
 
 HERE = Path(__file__).resolve().parent
 KEPT = ("config.toml", "metrics.jsonl")  # what is committed of a run
@@ -37,7 +38,8 @@ class Group:
 
 GROUPS = (
     Group("seeds", "The baseline over seeds: the target", (f"{SWEEP}seeds --set seed=0,1,2",)),
-    Group("lr", "Learning rate (200 steps)", (f"{SWEEP}lr --set max_lr=1e-3,3e-3,1e-2,3e-2,1e-1 --max_steps=200",)),
+    Group("lr", "Learning rate (200 steps)", (f"{SWEEP}lr --set max_lr=1e-3,3e-3,1e-2,3e-2,1e-1 --max_steps=200",
+                                              f"{SWEEP}lr --set max_lr=1 --max_steps=200  # looking for divergence")),
     Group("batch", "Batch size (the same 19,200 windows of 128 tokens for each size)",
           tuple(f"{SWEEP}batch --set batch_size={b} --max_steps={19200 // b} --eval_interval={3200 // b} "
                 f"--eval_batches={512 // b}" for b in (1, 8, 32, 64, 128))),
@@ -59,7 +61,10 @@ def collect(source: Path) -> None:
 
 
 def runs_of(name: str) -> list[Run]:
-    return [read_run(p.parent) for p in sorted((HERE / name).glob("*/config.toml"))]
+    """The group's committed runs, in the order of their settings' values."""
+    runs = [read_run(p.parent) for p in (HERE / name).glob("*/config.toml")]
+    settings = [f.name for f in fields(TrainConfig) if f.name not in MACHINE]
+    return sorted(runs, key=lambda r: tuple(getattr(r.config, n) for n in settings))
 
 
 def finished(run: Run) -> bool:
@@ -83,6 +88,14 @@ def target_section(seeds: list[Run]) -> list[str]:
     return lines
 
 
+def summary(runs: list[Run], names: list[str]) -> list[str]:
+    """What the table shows, in one line: the lowest final validation loss, and which runs diverged."""
+    done = [(r.valid[-1]["valid_loss"], name) for r, name in zip(runs, names, strict=True) if finished(r)]
+    diverged = [name for r, name in zip(runs, names, strict=True) if r.diverged_at is not None]
+    best = f"lowest final validation loss of the finished runs: {min(done)[1]} ({min(done)[0]:.4f})" if done else ""
+    return [f"{best + '; ' if best else ''}diverged: {', '.join(diverged) or 'none'}."]
+
+
 def group_section(group: Group, baseline: list[Run], figures: dict) -> list[str]:
     out = [f"## {group.title}", "", "```sh", *group.commands, "```", ""]
     runs = runs_of(group.name)
@@ -92,7 +105,7 @@ def group_section(group: Group, baseline: list[Run], figures: dict) -> list[str]
     unfinished = [r.run_dir.name for r in runs if not finished(r) and r.diverged_at is None]
     names = labels(runs)
     figures[f"{group.name}.png"] = lambda: figure(runs, names)
-    out += [table(runs, names), f"![{group.title}]({group.name}.png)", ""]
+    out += [table(runs, names), f"![{group.title}]({group.name}.png)", "", *summary(runs, names), ""]
     if unfinished:
         out += [f"Unfinished (the command above resumes them): {', '.join(unfinished)}.", ""]
     if group.name == "seeds":
