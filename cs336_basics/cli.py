@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from cs336_basics import generate_cli, status, submit
 from cs336_basics.train import cli as train_cli
+from cs336_basics.train import compare, sweep
 
 
 def main(argv: list[str] | None = None, add_commands: Callable | None = None) -> int:
@@ -16,6 +17,8 @@ def main(argv: list[str] | None = None, add_commands: Callable | None = None) ->
     submit.add_command(commands)
     generate_cli.add_command(commands)
     train_cli.add_command(commands)
+    sweep.add_command(commands)
+    compare.add_command(commands)
     if add_commands is not None:
         add_commands(commands)
     args, unknown = parser.parse_known_args(argv)

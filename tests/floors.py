@@ -50,8 +50,10 @@ FLOORS: dict[str, Floor] = {
     "mha.hf": Floor(5.3e-7, F32, "MultiHeadSelfAttention vs HF LlamaAttention (eager)"),
     "mha.cache": Floor(6.0e-7, F32, "prefill + one token at a time vs the whole sequence"),
     "block.f64": Floor(4.1e-15, F64, "run_transformer_block vs the block written with built-ins"),
+    "block.ablations": Floor(5.5e-15, F64, "TransformerBlock's post-norm, no-norm and SiLU-FFN variants vs built-ins"),
     "block.hf": Floor(2.8e-7, F32, "TransformerBlock vs HF LlamaDecoderLayer"),
     "lm.hf": Floor(2.1e-5, F32, "TransformerLM vs HF LlamaForCausalLM (HF's float32 RoPE angles drift at seq 64)"),
+    "lm.nope": Floor(2.4e-15, F64, "TransformerLM with position='none' vs built-ins, no rotation"),
     "lm.cache": Floor(1.2e-6, F32, "TransformerLM: cached prefix + one token at a time vs the whole sequence"),
     "cross_entropy.f64": Floor(2.9e-16, F64, "F.cross_entropy vs torch's, logits of std 3 and 1e4"),
     "cross_entropy.f64_offset": Floor(

@@ -1,5 +1,6 @@
 """The pre-norm decoder block against Hugging Face's LlamaDecoderLayer and against the
-CS336 adapter's formula written with built-ins. Tolerances: tests/floors.py ("block.*"), the
+CS336 adapter's formula written with built-ins; its ablations (post-norm, no norm, the SiLU FFN)
+against their formulas written with built-ins. Tolerances: tests/floors.py ("block.*"), the
 floors measured by measure_floors below (seeds 0-19)."""
 
 import pytest
@@ -62,6 +63,78 @@ def test_block_state_dict_keys_follow_cs336():
     assert keys == set(cs336_weights(4))
 
 
+# The ablations (CS336 section 7.3) as settings of the layer, each against its formula written
+# with built-ins: post-norm h = RMSNorm(x + attn(x)), out = RMSNorm(h + ffn(h)); no norm; the SiLU FFN.
+ABLATIONS = [("post", "swiglu"), ("none", "swiglu"), ("pre", "silu"), ("post", "silu")]
+H_SILU = 4 * D  # the SiLU FFN's width: d_ff = 4 d_model
+FFN_IDS = {"swiglu": "gated_ffn", "silu": "ungated_ffn"}  # ids naming no other component (-k silu)
+
+
+def ablation_weights(norm: str, ffn: str, seed=0) -> dict:
+    w = cs336_weights(4, seed)
+    if ffn == "silu":
+        del w["ffn.w3.weight"]
+        w["ffn.w1.weight"] = rand(H_SILU, D, std=0.3, seed=seed + 20)
+        w["ffn.w2.weight"] = rand(D, H_SILU, std=0.3, seed=seed + 21)
+    if norm == "none":
+        del w["ln1.weight"], w["ln2.weight"]
+    return w
+
+
+def builtin_ablated_block(w, x, norm: str, ffn: str):
+    """The layer of `norm` and `ffn` with F.rms_norm, F.linear, F.silu and F.sdpa."""
+
+    def rms(t, name):
+        return t if norm == "none" else TF.rms_norm(t, (D,), w[name], EPS)
+
+    def attn(t):
+        return oracles.mha(t, w["attn.q_proj.weight"], w["attn.k_proj.weight"], w["attn.v_proj.weight"],
+                           w["attn.output_proj.weight"], 4, lambda q, p: oracles.rope_complex(q, THETA, p))  # fmt: skip
+
+    def feed_forward(t):
+        if ffn == "silu":
+            return TF.linear(TF.silu(TF.linear(t, w["ffn.w1.weight"])), w["ffn.w2.weight"])
+        return oracles.swiglu_ffn(t, w["ffn.w1.weight"], w["ffn.w2.weight"], w["ffn.w3.weight"])
+
+    if norm == "post":
+        h = rms(x + attn(x), "ln1.weight")
+        return rms(h + feed_forward(h), "ln2.weight")
+    h = x + attn(rms(x, "ln1.weight"))
+    return h + feed_forward(rms(h, "ln2.weight"))
+
+
+def ablated_block(w, norm: str, ffn: str) -> TransformerBlock:
+    d_ff = H_SILU if ffn == "silu" else H
+    block = TransformerBlock(D, 4, d_ff, MAX_LEN, THETA, norm=norm, ffn=ffn, dtype=F64)
+    block.load_state_dict(w)  # strict: the variant's parameters are exactly these
+    return block
+
+
+@pytest.mark.parametrize(("norm", "ffn"), ABLATIONS, ids=[f"{n}_norm-{FFN_IDS[f]}" for n, f in ABLATIONS])
+def test_block_ablation_matches_its_formula_in_builtins(norm, ffn):
+    w, x = ablation_weights(norm, ffn), rand(2, SEQ, D, seed=7)
+    with torch.no_grad():
+        actual = ablated_block(w, norm, ffn)(x)
+    assert_close(actual, builtin_ablated_block(w, x, norm, ffn), tol("block.ablations"), f"{norm}-norm {ffn} block")
+
+
+def test_block_without_norms_has_no_norm_weights():
+    keys = set(TransformerBlock(D, 4, H, MAX_LEN, THETA, norm="none").state_dict())
+    assert keys == set(cs336_weights(4)) - {"ln1.weight", "ln2.weight"}
+
+
+def test_block_ungated_ffn_has_two_d_model_by_d_ff_matrices():
+    ffn = TransformerBlock(D, 4, H_SILU, MAX_LEN, THETA, ffn="silu").ffn
+    shapes = {k: tuple(v.shape) for k, v in ffn.state_dict().items()}
+    assert shapes == {"w1.weight": (H_SILU, D), "w2.weight": (D, H_SILU)}  # 2 d_model d_ff = 8 d_model^2
+
+
+@pytest.mark.parametrize(("setting", "value"), [("norm", "layer"), ("ffn", "mlp")])
+def test_block_unknown_ablation_names_the_setting(setting, value):
+    with pytest.raises(ValueError, match=f"{setting} must be one of .*got '{value}'"):
+        TransformerBlock(D, 4, H, MAX_LEN, THETA, **{setting: value})
+
+
 def measure_floors(seeds=range(20)) -> dict[str, float]:
     """{floor name: max scaled error over `seeds`} of every comparison above."""
     floors = MaxErrors()
@@ -69,4 +142,8 @@ def measure_floors(seeds=range(20)) -> dict[str, float]:
         for kv in (4, 2, 1):
             w, x = cs336_weights(kv, seed), rand(2, SEQ, D, seed=seed + 7)
             floors.keep("block.f64", run_transformer_block(D, 4, H, MAX_LEN, THETA, w, x), builtin_block(w, x))
+        for norm, ffn in ABLATIONS:
+            w, x = ablation_weights(norm, ffn, seed), rand(2, SEQ, D, seed=seed + 7)
+            with torch.no_grad():
+                floors.keep("block.ablations", ablated_block(w, norm, ffn)(x), builtin_ablated_block(w, x, norm, ffn))
     return floors

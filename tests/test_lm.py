@@ -1,14 +1,19 @@
 """The language model against Hugging Face's LlamaForCausalLM (random weights, GQA, tied and
-untied), loaded under Hugging Face and Meta names. Tolerances: tests/floors.py ("lm.*"), the
+untied), loaded under Hugging Face and Meta names; without positions (NoPE) against its formula
+written with built-ins. Tolerances: tests/floors.py ("lm.*"), the
 floors measured by measure_floors below (seeds 0-9)."""
+
+import dataclasses
 
 import pytest
 import torch
+import torch.nn.functional as TF
 
 from cs336_basics.fixture_io import fixture_names
-from cs336_basics.nn import TransformerLM, TransformerLMConfig, convert
+from cs336_basics.nn import RotaryPositionalEmbedding, TransformerLM, TransformerLMConfig, convert
 from cs336_basics.nn.convert_llama import LAYER_NAMES, TOP_NAMES
 
+from . import oracles
 from ._helpers import assert_close
 from .adapters import run_transformer_lm
 from .floors import MaxErrors, tol
@@ -85,6 +90,54 @@ def test_lm_cached_prefix_gives_the_same_logits():
         assert_close(cached_logits(model, ids), model(ids), tol("lm.cache"), "cached vs whole")
 
 
+def builtin_nope_lm(model: TransformerLM, ids):
+    """The language model without positions (NoPE: no rotation anywhere) from its weights, with
+    torch's embedding lookup, F.rms_norm, F.linear, F.silu and F.scaled_dot_product_attention."""
+    w = {k: v.detach() for k, v in model.state_dict().items()}
+    x = TF.embedding(ids, w["token_embeddings.weight"])
+    for i in range(LAYERS):
+        p = f"layers.{i}."
+        h = x + oracles.mha(TF.rms_norm(x, (D,), w[p + "ln1.weight"], 1e-5), w[p + "attn.q_proj.weight"],
+                            w[p + "attn.k_proj.weight"], w[p + "attn.v_proj.weight"], w[p + "attn.output_proj.weight"],
+                            HEADS)  # fmt: skip
+        x = h + oracles.swiglu_ffn(TF.rms_norm(h, (D,), w[p + "ln2.weight"], 1e-5), w[p + "ffn.w1.weight"],
+                                   w[p + "ffn.w2.weight"], w[p + "ffn.w3.weight"])  # fmt: skip
+    return TF.linear(TF.rms_norm(x, (D,), w["ln_final.weight"], 1e-5), w["lm_head.weight"])
+
+
+def nope_model(seed=0) -> TransformerLM:
+    torch.manual_seed(seed)
+    model = TransformerLM(dataclasses.replace(config(), position="none"), dtype=torch.float64)
+    with torch.no_grad():  # norms away from 1, so that a swapped or missing one shows
+        for name, p in model.named_parameters():
+            if name.endswith("ln1.weight") or name.endswith("ln2.weight") or name == "ln_final.weight":
+                p.uniform_(0.5, 1.5)
+    return model
+
+
+def test_lm_nope_matches_its_formula_in_builtins_without_rotation():
+    model, ids = nope_model(), ids_of()
+    with torch.no_grad():
+        assert_close(model(ids), builtin_nope_lm(model, ids), tol("lm.nope"), "NoPE logits vs built-ins")
+
+
+def test_lm_nope_has_no_position_module_and_the_same_weights():
+    model = nope_model()
+    assert not [m for m in model.modules() if isinstance(m, RotaryPositionalEmbedding)]
+    assert set(model.state_dict()) == set(TransformerLM(config()).state_dict())
+
+
+def test_lm_without_norms_has_no_norm_weights():
+    model = TransformerLM(dataclasses.replace(config(), norm="none"))
+    assert not [k for k in model.state_dict() if ".ln" in k or k.startswith("ln")]
+
+
+@pytest.mark.parametrize(("setting", "value"), [("norm", "rms"), ("position", "alibi"), ("ffn", "mlp")])
+def test_lm_unknown_ablation_names_the_setting(setting, value):
+    with pytest.raises(ValueError, match=f"{setting} must be one of .*got '{value}'"):
+        dataclasses.replace(config(), **{setting: value})
+
+
 def measure_floors(seeds=range(10)) -> dict[str, float]:
     """{floor name: max scaled error over `seeds`} of every comparison above."""
     floors = MaxErrors()
@@ -93,4 +146,9 @@ def measure_floors(seeds=range(10)) -> dict[str, float]:
         model, ids = TransformerLM(config()), ids_of(seed=seed)
         with torch.no_grad():
             floors.keep("lm.cache", cached_logits(model, ids), model(ids))
+        model = nope_model(seed)
+        with torch.no_grad():
+            for seq in (5, 11, CTX):
+                ids = ids_of(seq, seed)
+                floors.keep("lm.nope", model(ids), builtin_nope_lm(model, ids))
     return floors

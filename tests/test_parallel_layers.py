@@ -9,10 +9,11 @@ and against PyTorch's DTensor tensor parallelism."""
 import pytest
 import torch
 
-from cs336_basics.nn import convert
+from cs336_basics.nn import TransformerLMConfig, convert
 from cs336_basics.nn.parallel import (
     ColumnParallelLinear,
     ParallelSwiGLUFFN,
+    ParallelTransformerLM,
     RowParallelLinear,
     sharding,
 )
@@ -112,6 +113,15 @@ def test_parallel_indivisible_width_raises_naming_both_numbers():
         ParallelSwiGLUFFN(16, 18, world_size=4, rank=0)
     with pytest.raises(ValueError, match=r"size 10, .*world_size=4"):
         sharding.shard_state_dict({"weight": torch.zeros(10, 16)}, {"weight": 0}, rank=0, world_size=4)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"), [("norm", "post"), ("norm", "none"), ("ffn", "silu")], ids=["post", "no_norm", "ungated"]
+)
+def test_parallel_model_refuses_the_norm_and_ffn_ablations(setting, value):
+    config = TransformerLMConfig(97, 16, 32, 1, 4, 64, **{setting: value})
+    with pytest.raises(ValueError, match=f"pre-norm with SwiGLU; got .*{setting}='{value}'"):
+        ParallelTransformerLM(config, world_size=1, rank=0)
 
 
 def measure_floors(seeds=None, world_sizes=(1, 2, 4)) -> dict[str, float]:

@@ -37,6 +37,10 @@ class TrainConfig:
     num_heads: int = 4
     d_ff: int = 384
     rope_theta: float = 10000.0
+    # the ablations (TransformerLMConfig): pre / post / none; rope / none (NoPE); swiglu / silu
+    norm: str = "pre"
+    position: str = "rope"
+    ffn: str = "swiglu"
     # the optimisation: AdamW, the cosine schedule with warm-up, gradient clipping
     batch_size: int = 32  # the global batch, split across processes under torchrun
     max_steps: int = 600
@@ -49,6 +53,9 @@ class TrainConfig:
     beta2: float = 0.95
     eps: float = 1e-8
     max_grad_norm: float = 1.0
+    # a run whose training loss is NaN, inf or above this is stopped as diverged (0: 2 ln(vocab_size),
+    # twice the loss of a uniform guess)
+    diverge_loss: float = 0.0
     # evaluation, logging and checkpoints, every so many steps
     eval_interval: int = 100
     eval_batches: int = 16
@@ -102,10 +109,18 @@ class TrainConfig:
             raise ValueError(f"threads must be an integer >= 0 (0: PyTorch's default), got {self.threads!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
+        if not self.diverge_loss >= 0:
+            raise ValueError(f"diverge_loss must be >= 0 (0: 2 ln(vocab_size)), got {self.diverge_loss!r}")
+        self.model_config()  # the ablations' names
 
     @property
     def cycle_steps(self) -> int:
         return self.cosine_cycle_steps or self.max_steps
+
+    @property
+    def loss_bound(self) -> float:
+        """The training loss above which the run has diverged."""
+        return self.diverge_loss or 2 * math.log(self.vocab_size)
 
     def model_config(self):
         from cs336_basics.nn.modules import TransformerLMConfig
@@ -113,6 +128,7 @@ class TrainConfig:
         return TransformerLMConfig(
             vocab_size=self.vocab_size, context_length=self.context_length, d_model=self.d_model,
             num_layers=self.num_layers, num_heads=self.num_heads, d_ff=self.d_ff, rope_theta=self.rope_theta,
+            norm=self.norm, position=self.position, ffn=self.ffn,
         )  # fmt: skip
 
     def to_toml(self) -> str:
@@ -122,7 +138,11 @@ class TrainConfig:
 # What a checkpoint's shapes and meaning depend on: a run resumed with any of these changed is
 # another run (cs336 train --resume refuses it).
 ARCHITECTURE = ("vocab_size", "vocab_path", "merges_path", "context_length", "d_model", "num_layers", "num_heads",
-                "d_ff", "rope_theta", "corpus", "valid_fraction")  # fmt: skip
+                "d_ff", "rope_theta", "norm", "position", "ffn", "corpus", "valid_fraction")  # fmt: skip
+
+
+# Settings that do not change what a run computes: two runs differing only in these are the same run.
+MACHINE = ("out_dir", "progress", "threads", "device")
 
 
 def _toml_value(v) -> str:

@@ -8,10 +8,12 @@ checkpoint (model, AdamW state, step) continues bit for bit as if it had not sto
 Under torchrun every rank draws the same global batch of batch_size windows and takes its own
 batch_size / world_size rows; PyTorch's DistributedDataParallel averages the gradients
 (Li et al. 2020, "PyTorch Distributed"), so the update is that of the global batch. Only rank 0
-writes (the run directory, checkpoints, metrics, the plot) and shows the progress bar."""
+writes (the run directory, checkpoints, metrics, the plot) and shows the progress bar.
+
+A logged training loss that is NaN, inf or above diverge_loss stops the run: its last record in
+metrics.jsonl says "diverged": true, and train raises FloatingPointError."""
 
 import contextlib
-import math
 import os
 import sys
 import time
@@ -30,7 +32,7 @@ from cs336_basics.train import metrics as M
 from cs336_basics.train import tokens as T
 from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml
 
-CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"
+CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"  # sweep.py names them too
 
 
 def resolve_device(name: str) -> torch.device:
@@ -212,10 +214,14 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
                       "tokens": done * tokens_per_step, "tokens_per_s": round(speed, 1),
                       "time_s": round(offset["time_s"] + now - t0, 3),
                       "cpu_s": round(offset["cpu_s"] + time.process_time() - c0, 3)}  # fmt: skip
-            if not math.isfinite(record["train_loss"]):
-                raise FloatingPointError(f"the training loss is {record['train_loss']} at step {done}: lower max_lr?")
+            diverged = not record["train_loss"] <= config.loss_bound  # NaN too
             if rank == 0:
-                M.append_metrics(run_dir, record)
+                M.append_metrics(run_dir, {**record, "diverged": True} if diverged else record)
+            if diverged:
+                raise FloatingPointError(
+                    f"the training loss is {record['train_loss']} at step {done}, above diverge_loss="
+                    f"{config.loss_bound:.4g}: the run diverged (lower max_lr?); metrics.jsonl marks it"
+                )
             if bar is not None:
                 bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{speed:.0f}", refresh=False)
         if rank == 0 and (done % config.eval_interval == 0 or last_step):

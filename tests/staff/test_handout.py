@@ -30,6 +30,7 @@ REPO = H.REPO
 HIDDEN = {"hidden_fixtures", "staff"}
 SNAPSHOT = ["-k", "matches_fixture"]  # the snapshot tests: test_<component>_matches_fixture
 TRAINING_RUN = "train_short_run"  # tests/test_train.py's run: skipped on the untouched handout
+ABLATIONS = "train_ablation"  # tests/test_train.py's ablation runs: skipped there too
 # A pytest plugin that writes every collected node id (before -k deselects any) to $PROBE_OUT.
 PROBE = """import json, os, pytest
 
@@ -117,7 +118,7 @@ def runs(handout, tmp_path_factory) -> dict:
             handout,
             reports / "import.log",
         ),
-        "stub": _pytest(handout, reports, "stub", "-k", f"matches_fixture or {TRAINING_RUN}", "-rs"),
+        "stub": _pytest(handout, reports, "stub", "-k", f"matches_fixture or {TRAINING_RUN} or {ABLATIONS}", "-rs"),
         "restored": _pytest(restored, reports, "restored", own_environment=True),
     }
     out = {name: (p.wait(), (reports / f"{name}.log").read_text()) for name, p in procs.items()}
@@ -293,7 +294,7 @@ def test_handout_cli_offers_the_student_commands(handout):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert "{status,submit,generate,train}" in done.stdout
+    assert "{status,submit,generate,train,sweep,compare}" in done.stdout
     scripts = tomllib.loads((handout / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"cs336": "cs336_basics.cli:main"}
 
@@ -330,8 +331,8 @@ def test_handout_stub_keeps_indentation_and_names_the_def(tmp_path):
 
 
 def _skipped_then_passed(handout: Path, tmp_path: Path, keyword: str, skip_message: str) -> None:
-    """`pytest -k keyword` selects one test, skipped on the handout with `skip_message` in the log, and
-    passed on the handout with the solutions restored (both run at once)."""
+    """`pytest -k keyword` selects tests, each skipped on the handout with `skip_message` in the log,
+    and passed on the handout with the solutions restored (both run at once)."""
     restored = tmp_path / "restored"
     shutil.copytree(handout, restored)
     H.restore_solutions(restored, REPO)
@@ -342,10 +343,11 @@ def _skipped_then_passed(handout: Path, tmp_path: Path, keyword: str, skip_messa
     }
     logs = {name: (p.wait(), (tmp_path / f"{name}.log").read_text()) for name, p in procs.items()}
     stub = _results(tmp_path / "stub_run.xml", handout)
-    assert logs["stub_run"][0] == 0 and [o for o, _ in stub.values()] == ["skipped"], logs["stub_run"][1][-2000:]
+    skipped = [o for o, _ in stub.values()]
+    assert logs["stub_run"][0] == 0 and skipped and set(skipped) == {"skipped"}, logs["stub_run"][1][-2000:]
     assert skip_message in logs["stub_run"][1], logs["stub_run"][1][-2000:]
     done = _results(tmp_path / "restored_run.xml", restored)
-    assert [o for o, _ in done.values()] == ["passed"], logs["restored_run"][1][-2000:]
+    assert [o for o, _ in done.values()] == ["passed"] * len(skipped), logs["restored_run"][1][-2000:]
 
 
 @pytest.mark.smollm2  # loads SmolLM2 in a subprocess; run in the staff suite and with -k smollm2
@@ -361,3 +363,13 @@ def test_handout_short_training_run_skips_until_every_component_works_and_passes
     assert [o for o, _ in stub.values()] == ["skipped"], stub
     assert "not implemented yet: Implement train_bpe" in runs["stub"][1], runs["stub"][1][-2000:]
     assert [r for n, r in runs["restored_results"].items() if TRAINING_RUN in n] == [("passed", "")]
+
+
+def test_handout_ablations_train_once_written_and_skip_before(runs):
+    """The four ablations' training tests (tests/test_train.py) on the handout: skipped until every
+    component is written; with the solutions restored (the block's and the LM's ablations in
+    them), each trains."""
+    stub = {n: r for n, r in runs["stub_results"].items() if ABLATIONS in n}
+    assert len(stub) == 4 and {o for o, _ in stub.values()} == {"skipped"}, stub
+    done = {n: r for n, r in runs["restored_results"].items() if ABLATIONS in n}
+    assert len(done) == 4 and {o for o, _ in done.values()} == {"passed"}, done

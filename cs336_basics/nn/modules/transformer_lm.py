@@ -2,7 +2,12 @@
     logits = LMHead(RMSNorm(Block_L(... Block_1(Embedding(ids)))))
 Attribute names follow CS336: token_embeddings, layers.{i}, ln_final, lm_head. With tied
 embeddings (Press & Wolf 2017; SmolLM2) there is no lm_head: the logits use
-token_embeddings.weight, and the state dict has no lm_head.weight."""
+token_embeddings.weight, and the state dict has no lm_head.weight.
+
+Three settings switch off or swap one part each (CS336's ablations; TransformerBlock has the rules):
+norm = "pre" (the default), "post" or "none" (every RMSNorm removed, ln_final included);
+position = "rope" (the default) or "none" (NoPE: no rotation, no position signal but the causal mask);
+ffn = "swiglu" (the default) or "silu" (W2 SiLU(W1 x), a PositionWiseFFN without biases)."""
 
 from dataclasses import dataclass
 
@@ -17,7 +22,9 @@ from cs336_basics.nn.modules.embedding import Embedding
 from cs336_basics.nn.modules.linear import Linear
 from cs336_basics.nn.modules.rmsnorm import RMSNorm
 from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
-from cs336_basics.nn.modules.transformer_block import TransformerBlock
+from cs336_basics.nn.modules.transformer_block import BLOCK_FFNS, NORM_PLACEMENTS, TransformerBlock
+
+POSITIONS = ("rope", "none")
 
 
 @dataclass
@@ -32,6 +39,9 @@ class TransformerLMConfig:
     num_kv_heads: int | None = None  # None: num_heads (multi-head); fewer: grouped-query attention
     eps: float = 1e-5
     tie_embeddings: bool = False
+    norm: str = "pre"  # one of NORM_PLACEMENTS: pre-norm, post-norm, or no RMSNorm at all
+    position: str = "rope"  # one of POSITIONS: RoPE, or none (NoPE)
+    ffn: str = "swiglu"  # one of BLOCK_FFNS: SwiGLU, or the SiLU FFN (take d_ff = 4 d_model to match)
 
     def __post_init__(self):
         for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads", "d_ff", "rope_theta", "eps"):
@@ -40,6 +50,9 @@ class TransformerLMConfig:
             raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         if self.num_kv_heads is not None and (self.num_kv_heads <= 0 or self.num_heads % self.num_kv_heads):
             raise ValueError(f"num_kv_heads must divide num_heads={self.num_heads}, got {self.num_kv_heads}")
+        for name, valid in (("norm", NORM_PLACEMENTS), ("position", POSITIONS), ("ffn", BLOCK_FFNS)):
+            if getattr(self, name) not in valid:
+                raise ValueError(f"{name} must be one of {list(valid)}, got {getattr(self, name)!r}")
 
 
 class TransformerLM(nn.Module):
@@ -48,19 +61,21 @@ class TransformerLM(nn.Module):
         self.config = c = config
         factory = dict(device=device, dtype=dtype)
         # BEGIN SOLUTION
-        rope = RotaryPositionalEmbedding(c.rope_theta, c.d_model // c.num_heads, c.context_length, device=device)
+        rope = None
+        if c.position == "rope":
+            rope = RotaryPositionalEmbedding(c.rope_theta, c.d_model // c.num_heads, c.context_length, device=device)
         self.token_embeddings = Embedding(c.vocab_size, c.d_model, **factory)
         self.layers = nn.ModuleList(self.new_layer(rope, **factory) for _ in range(c.num_layers))
-        self.ln_final = RMSNorm(c.d_model, eps=c.eps, **factory)
+        self.ln_final = nn.Identity() if c.norm == "none" else RMSNorm(c.d_model, eps=c.eps, **factory)
         self.lm_head = None if c.tie_embeddings else Linear(c.d_model, c.vocab_size, **factory)
         # END SOLUTION
 
-    def new_layer(self, rope: RotaryPositionalEmbedding, device=None, dtype=None) -> nn.Module:
-        """One decoder layer of this model sharing `rope`: a TransformerBlock (ParallelTransformerLM's
-        is split over its ranks). Given: __init__ builds every layer with it."""
+    def new_layer(self, rope: RotaryPositionalEmbedding | None, device=None, dtype=None) -> nn.Module:
+        """One decoder layer of this model sharing `rope` (None: NoPE): a TransformerBlock
+        (ParallelTransformerLM's is split over its ranks). Given: __init__ builds every layer with it."""
         c = self.config
         return TransformerBlock(c.d_model, c.num_heads, c.d_ff, num_kv_heads=c.num_kv_heads, eps=c.eps, rope=rope,
-                                device=device, dtype=dtype)  # fmt: skip
+                                norm=c.norm, ffn=c.ffn, device=device, dtype=dtype)  # fmt: skip
 
     def new_kv_cache(self, max_len: int | None = None) -> list[KVCache]:
         """One empty KVCache per layer, holding up to max_len (default context_length) positions."""

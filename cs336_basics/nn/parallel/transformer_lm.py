@@ -56,6 +56,10 @@ class ParallelTransformerLM(TransformerLM):
     def __init__(self, config: TransformerLMConfig, group=None, world_size=None, rank=None, device=None, dtype=None):
         world_size, rank = world_size_and_rank(group, world_size, rank)
         check_shardable(config, world_size)
+        if (config.norm, config.ffn) != ("pre", "swiglu"):
+            raise ValueError(
+                f"ParallelTransformerLM is pre-norm with SwiGLU; got norm={config.norm!r}, ffn={config.ffn!r}"
+            )
         # set before TransformerLM.__init__, which builds the layers with new_layer (below)
         self.group, self.world_size, self.rank = group, world_size, rank
         super().__init__(config, device=device, dtype=dtype)
