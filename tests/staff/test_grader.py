@@ -579,12 +579,12 @@ def graded_first(reference) -> dict:
 @pytest.fixture(scope="module")
 def graded(samples, graded_first) -> dict:
     """{sample: GradeReport}, all graded in parallel (threads; the workers are processes)."""
-    samples = {name: path for name, path in samples.items() if name not in graded_first}
-    configs = {name: TEST_CONFIG for name in samples}
+    rest = {name: path for name, path in samples.items() if name not in graded_first}
+    configs = {name: TEST_CONFIG for name in rest}
     configs["reads_fixtures_unsandboxed"] = replace(TEST_CONFIG, isolate=False)
     configs |= {name: PROCESSES_CONFIG for name in ("escapes", "exhausts", "uses_loopback", "writes_results")}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {name: pool.submit(grade, path, configs[name]) for name, path in samples.items()}
+        futures = {name: pool.submit(grade, path, configs[name]) for name, path in rest.items()}
         reports = graded_first | {name: f.result() for name, f in futures.items()}
     write_results(reports["writes_results"], samples["handout"].parent / "writes_results.json")
     return reports
