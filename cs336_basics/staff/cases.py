@@ -788,6 +788,31 @@ PUBLIC_CASES += [
         floor=0.0036,
         dtype=BF16,
     ),
+    # what the public suite asserts of param groups, a state_dict resume and the returned norm
+    Case(
+        "adamw_two_groups",
+        "adamw",
+        "run_adamw_steps",
+        135,
+        adamw_case({"w": (3, 4), "b": (4,)}, 4, lr=2e-3, weight_decay=0.02, group_lrs=(1e-2, 5e-4)),
+        floor=1.1e-7,
+    ),
+    Case(
+        "adamw_resumed_from_state_dict",
+        "adamw",
+        "run_adamw_steps",
+        136,
+        adamw_case({"weight": (4, 3)}, 6, lr=5e-3, weight_decay=0.1, resume_after=2),
+        floor=1.3e-7,
+    ),
+    Case(
+        "gradient_clipping_returns_its_norm",
+        "gradient_clipping",
+        "run_gradient_clipping_of",
+        137,
+        gradient_clipping_case({"a": (3, 4), "b": (6,)}, 0.5, 2.0, with_norm=True),
+        floor=3.6e-8,
+    ),
     Case(
         "get_batch_uint32_long_windows",
         "get_batch",
