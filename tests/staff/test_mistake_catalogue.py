@@ -17,7 +17,7 @@ import torch
 from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV
-from cs336_basics.staff.cases import PUBLIC_CASES
+from cs336_basics.staff.cases import HIDDEN_CASES, PUBLIC_CASES
 from cs336_basics.staff.grader.fresh import fresh_fixture
 from cs336_basics.staff.mistakes import MISTAKES, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS, VARIANTS
 from cs336_basics.testing import SHOWS, compare, likely_mistakes
@@ -166,6 +166,19 @@ def test_catalogue_mistake_fails_the_grader_s_fresh_draw_of_a_case_it_fails(mist
 def test_catalogue_correct_variant_passes_every_snapshot_test(variant):
     with variant.applied():
         assert failures() == {}
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_catalogue_correct_variant_passes_every_hidden_case(variant):
+    """A correct implementation written differently keeps full marks: the hidden cases accept it too."""
+    hidden = [load_fixture(c.name, c.directory) for c in HIDDEN_CASES if c.component == variant.component]
+    failed = []
+    with variant.applied(), torch.no_grad():
+        for fx in hidden:
+            actual = getattr(adapters, fx.adapter)(**fx.kwargs)
+            if not compare(actual, fx.expected, fx.tol, out_dtype=fx.out_dtype).ok:
+                failed.append(fx.name)
+    assert failed == []
 
 
 def test_catalogue_names_nothing_for_the_reference_or_a_correct_variant():
