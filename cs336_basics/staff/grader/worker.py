@@ -156,6 +156,10 @@ def main(job: WorkerJob) -> None:
             (guard._DispatchRecorder, "__torch_dispatch__"),
             (guard._DispatcherObserver, "__enter__"),
             (guard._DispatcherObserver, "__exit__"),
+            (guard.call_rule.LibraryCallTracer, "__enter__"),
+            (guard.call_rule.LibraryCallTracer, "__exit__"),
+            (guard.call_rule.LibraryCallTracer, "intact"),
+            (guard.call_rule.LibraryCallTracer, "_event"),
         )
     ]
     enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
@@ -177,6 +181,7 @@ def main(job: WorkerJob) -> None:
         progress.write(protocol.IMPORT_FAILED + "\n")
         return
     functions = {name: module.__dict__.get(name) for name in expected}
+    package_dir = os.path.join(job.code_dir, "cs336_basics")  # the student's code, for the call rule
     tampered = None
     try:
         _check_adapters(module.__dict__, expected, functions)
@@ -195,7 +200,7 @@ def main(job: WorkerJob) -> None:
                     raise Tampered(tampered)
                 _check_adapters(module.__dict__, expected, functions)
                 _check_recorder(recorder_methods)
-                recorder = guard.CallRecorder()
+                recorder = guard.CallRecorder(package_dir=package_dir)
                 originals = _snapshot(kwargs)
                 with recorder:
                     out = functions[adapter](**kwargs)
