@@ -18,6 +18,7 @@ and its callee is not allowed by RULE; each such call is recorded as "<callee> a
 by builtin_guard.forbidden_calls, with `allowed_in`.
 """
 
+import functools
 import linecache
 import os
 import sys
@@ -60,6 +61,7 @@ RULE = MappingProxyType(
         "regex": ALLOWED,  # GPT-2's pre-tokenizer pattern (train_bpe, tokenizer)
         "_regex": ALLOWED,  # its compiled patterns and matches
         "torch.distributed": FORBIDDEN,  # collectives: parallel's (ALLOWED_IN)
+        "torch.distributed.checkpoint": FORBIDDEN,  # state dicts of a model and its optimizer
     }
 )
 
@@ -106,9 +108,17 @@ def callee_of(record: str) -> str | None:
     return callee if at else None
 
 
+@functools.cache
+def rule_for(component: str | None) -> MappingProxyType:
+    """RULE with `component`'s ALLOWED_IN entries added (None: every component's): RULE's longer
+    FORBIDDEN prefixes still win (torch.distributed.checkpoint, in parallel)."""
+    extra = ALLOWED_IN.get(component, ()) if component else [p for ps in ALLOWED_IN.values() for p in ps]
+    return MappingProxyType({**RULE, **dict.fromkeys(extra, ALLOWED)})
+
+
 def allowed_in(component: str, callee: str) -> bool:
     """Whether `component` may call `callee`, one of RULE's forbidden names (ALLOWED_IN)."""
-    return any(callee == p or callee.startswith(p + ".") for p in ALLOWED_IN.get(component, ()))
+    return verdict(callee, rule_for(component))
 
 
 def _module_of(frame) -> str:
