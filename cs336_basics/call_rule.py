@@ -89,6 +89,7 @@ FORWARDERS = (
 )
 
 SOURCE_CHARS = 120
+RECORD_CHARS = 400  # a record at most: the grader's output header holds a few dozen
 
 
 def verdict(name: str, rule=RULE) -> bool:
@@ -302,7 +303,7 @@ class LibraryCallTracer:
             if self._is_students(frame):
                 callee = self._c_callee(arg)
                 if callee is not None:
-                    self.calls.add(f"{callee} at {self._where(frame)}")
+                    self.calls.add(f"{callee[:200]} at {self._where(frame)}"[:RECORD_CHARS])
         elif event == "call":
             caller = frame.f_back
             if caller is None:
@@ -320,4 +321,4 @@ class LibraryCallTracer:
                 caller = self._caller(frame)
                 if caller is None or not self._is_students(caller):
                     return
-            self.calls.add(f"{callee} at {self._where(caller)}")
+            self.calls.add(f"{callee[:200]} at {self._where(caller)}"[:RECORD_CHARS])

@@ -174,7 +174,8 @@ def test_hostile_sample_is_contained(graded, name):
         assert report.seconds > 0 and not {"execution_time"} & set(data), data.keys()
     assert bool(report.review) == ("review" in data.get("extra_data", {}))
     shown = [t["output"] for t in data["tests"] if t["visibility"] != "hidden"]
-    assert not any(f"{f.path}:{f.line}" in text for f in report.review for text in shown)
+    # the review is staff-only (a student's own file:line may appear: the call rule names it)
+    assert not any(f"{f.path}:{f.line}: {f.what}" in text or f.what in text for f in report.review for text in shown)
 
 
 def test_hostile_reference_scores_full_marks_and_is_not_flagged(graded):

@@ -28,6 +28,7 @@ student-visible output.
 """
 
 import ast
+import importlib
 import sys
 import types
 from dataclasses import dataclass
@@ -181,6 +182,8 @@ def _library_name(path: str) -> str:
     torch.nn.modules.loss.CrossEntropyLoss), resolved in modules this process has imported;
     the path itself where it cannot be resolved (a package not imported here)."""
     parts = path.split(".")
+    if parts[0] in ("torch", "numpy"):  # the libraries whose public names alias their modules
+        importlib.import_module(parts[0])
     obj = sys.modules.get(parts[0])
     for part in parts[1:]:
         if obj is None:
