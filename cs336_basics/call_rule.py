@@ -190,11 +190,10 @@ class LibraryCallTracer:
         self._roots = _search_roots()
         self._files: dict = {}  # filename -> (real path or None, the student's?)
         self._kinds: dict = {}  # code object -> _LIBRARY, _STUDENT, _FORWARDER or _NO_FILE
-        self._callees: dict = {}  # code object -> the forbidden callee's name, or None
-        self._c_forbidden: dict = {}  # C function, class or type -> forbidden?
         self._wheres: dict = {}  # (code object, line) -> "file:line: source"
+        self._forbidden_codes: dict = {}  # code object -> the forbidden callee's name
         self._previous = None
-        self.hook: Callable = self._event
+        self.hook: Callable = self._make_hook()
 
     def __enter__(self) -> "LibraryCallTracer":
         self._previous = sys.getprofile()
@@ -263,7 +262,7 @@ class LibraryCallTracer:
         return caller
 
     def _callee(self, frame) -> str | None:
-        """The name of the function `frame` runs if RULE forbids it, else None (cached)."""
+        """The name of the function `frame` runs if RULE forbids it, else None."""
         code = frame.f_code
         try:
             real, _ = self._file(code.co_filename)
@@ -274,51 +273,62 @@ class LibraryCallTracer:
                 found = None if verdict(name) else name
         except Exception:  # noqa: BLE001 - a frame whose globals or locals resist reading
             found = f"{code.co_filename}:{code.co_name}"
-        self._callees[code] = found
         return found
 
-    def _c_callee(self, fn) -> str | None:
-        """The name of the C function `fn` if RULE forbids it (judged by its module, or its
-        object's class), else None."""
-        owner = fn.__self__
-        if owner is None or type(owner) is types.ModuleType:
-            key = fn
-        else:
-            key = owner if isinstance(owner, type) else type(owner)
+    def _c_callee(self, fn, owner) -> str | None:
+        """The name of the C function `fn` (bound to `owner`) if RULE forbids it, else None; an
+        allowed one joins the hook's fast path (its owner's type, or the function itself)."""
         try:
-            forbidden = self._c_forbidden.get(key)
-        except TypeError:  # an unhashable function or class
-            forbidden, key = None, None
-        if forbidden is None:
-            try:
-                forbidden = not verdict(_c_function_name(fn))
-            except Exception:  # noqa: BLE001
-                forbidden = True
-            if key is not None:
-                self._c_forbidden[key] = forbidden
-        return _c_function_name(fn) if forbidden else None
+            name = _c_function_name(fn)
+            forbidden = not verdict(name)
+        except Exception:  # noqa: BLE001 - an object whose type or names resist reading
+            return f"{type(owner).__name__}.?"
+        if forbidden:
+            return name
+        if owner is None or type(owner) is types.ModuleType or isinstance(owner, type):
+            if type(owner) is not type or owner.__module__ == "builtins":  # classmethods: builtins' only
+                self._allowed_functions.add(fn)
+        else:
+            self._allowed_types.add(type(owner))  # C methods are judged by their object's type
+        return None
 
-    def _event(self, frame, event, arg) -> None:
-        if event == "c_call":
-            if self._is_students(frame):
-                callee = self._c_callee(arg)
-                if callee is not None:
-                    self.calls.add(f"{callee[:200]} at {self._where(frame)}"[:RECORD_CHARS])
-        elif event == "call":
-            caller = frame.f_back
-            if caller is None:
-                return
-            kind = self._kinds.get(caller.f_code)
-            if kind is None:
-                kind = self._kind(caller)
-            if kind == _LIBRARY or (kind == _NO_FILE and not self._is_students(caller)):
-                return
-            code = frame.f_code
-            callee = self._callees[code] if code in self._callees else self._callee(frame)
-            if callee is None:
-                return
-            if kind == _FORWARDER:
-                caller = self._caller(frame)
-                if caller is None or not self._is_students(caller):
-                    return
+    def _judge_c_call(self, frame, fn, owner) -> None:
+        callee = self._c_callee(fn, owner)
+        if callee is not None and self._is_students(frame):
+            self.calls.add(f"{callee[:200]} at {self._where(frame)}"[:RECORD_CHARS])
+
+    def _judge_call(self, frame) -> None:
+        """A Python function was entered: record it if RULE forbids it and the student called it."""
+        code = frame.f_code
+        callee = self._forbidden_codes.get(code) or self._callee(frame)
+        if callee is None:
+            self._allowed_codes.add(code)
+            return
+        self._forbidden_codes[code] = callee
+        caller = self._caller(frame)
+        if caller is not None and self._is_students(caller):
             self.calls.add(f"{callee[:200]} at {self._where(caller)}"[:RECORD_CHARS])
+
+    def _make_hook(self) -> Callable:
+        """The profile function. Its fast path (one set lookup) passes every call whose callee is
+        known to be allowed: most events of elementary or pure-Python code."""
+        allowed_codes, allowed_types, allowed_functions = set(), set(), set()
+        self._allowed_codes, self._allowed_types, self._allowed_functions = (
+            allowed_codes,
+            allowed_types,
+            allowed_functions,
+        )
+        judge_call, judge_c_call, module_types = self._judge_call, self._judge_c_call, (types.ModuleType, type(None))
+
+        def hook(frame, event, arg):
+            if event == "c_call":
+                owner = arg.__self__
+                kind = type(owner)
+                if kind in allowed_types or (kind in module_types and arg in allowed_functions):
+                    return
+                judge_c_call(frame, arg, owner)
+            elif event == "call":
+                if frame.f_code not in allowed_codes:
+                    judge_call(frame)
+
+        return hook

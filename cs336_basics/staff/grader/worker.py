@@ -160,7 +160,9 @@ def main(job: WorkerJob) -> None:
             (guard.call_rule.LibraryCallTracer, "__enter__"),
             (guard.call_rule.LibraryCallTracer, "__exit__"),
             (guard.call_rule.LibraryCallTracer, "intact"),
-            (guard.call_rule.LibraryCallTracer, "_event"),
+            (guard.call_rule.LibraryCallTracer, "_make_hook"),
+            (guard.call_rule.LibraryCallTracer, "_judge_call"),
+            (guard.call_rule.LibraryCallTracer, "_judge_c_call"),
         )
     ]
     enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
