@@ -207,7 +207,7 @@ def explain(component: str, banned: list[str]) -> str:
         calls = "\n".join(f"  {c}" for c in library[:MAX_LIBRARY_CALLS_SHOWN])
         more = len(library) - MAX_LIBRARY_CALLS_SHOWN
         parts.append(
-            f"{component} called library code (callee at your line):\n{calls}"
+            f"{component} called library code the rule does not allow (the call, then your line that made it):\n{calls}"
             + (f"\n  ... and {more} more" if more > 0 else "")
             + f"\n{LIBRARY_RULE}"
         )

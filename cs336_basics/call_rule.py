@@ -192,6 +192,7 @@ class LibraryCallTracer:
         self._kinds: dict = {}  # code object -> _LIBRARY, _STUDENT, _FORWARDER or _NO_FILE
         self._wheres: dict = {}  # (code object, line) -> "file:line: source"
         self._forbidden_codes: dict = {}  # code object -> the forbidden callee's name
+        self._modules: dict = {}  # filename -> the dotted module it is
         self._previous = None
         self.hook: Callable = self._make_hook()
 
@@ -216,7 +217,13 @@ class LibraryCallTracer:
         return found
 
     def _module(self, frame) -> str:
-        return _module_at(frame.f_code.co_filename, self._roots, frame)
+        filename = frame.f_code.co_filename
+        if not filename.startswith(os.sep):
+            return _module_of(frame)
+        module = self._modules.get(filename)
+        if module is None:
+            module = self._modules[filename] = _module_at(filename, self._roots, frame)
+        return module
 
     def _kind(self, frame) -> int:
         code = frame.f_code
@@ -257,7 +264,10 @@ class LibraryCallTracer:
     def _caller(self, frame):
         """The frame that made the call `frame` runs, skipping FORWARDERS."""
         caller = frame.f_back
-        while caller is not None and (self._kinds.get(caller.f_code) or self._kind(caller)) == _FORWARDER:
+        while caller is not None:
+            kind = self._kinds.get(caller.f_code)
+            if (self._kind(caller) if kind is None else kind) != _FORWARDER:
+                break
             caller = caller.f_back
         return caller
 
@@ -304,7 +314,8 @@ class LibraryCallTracer:
         if callee is None:
             self._allowed_codes.add(code)
             return
-        self._forbidden_codes[code] = callee
+        if "<locals>" not in code.co_qualname:  # a decorator's wrapper names what it wraps: each time
+            self._forbidden_codes[code] = callee
         caller = self._caller(frame)
         if caller is not None and self._is_students(caller):
             self.calls.add(f"{callee[:200]} at {self._where(caller)}"[:RECORD_CHARS])
