@@ -19,6 +19,7 @@ The grader records in its worker with CallRecorder and checks with forbidden_cal
 """
 
 import contextlib
+import os
 import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -28,6 +29,17 @@ import torch
 from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler_legacy, _enable_profiler_legacy
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
+
+from cs336_basics import call_rule
+
+MAX_LIBRARY_CALLS_SHOWN = 5
+LIBRARY_RULE = (
+    "While a component runs, your code may call elementary tensor operations, Python's built-ins and "
+    "standard library, NumPy (not numpy.random), einops, regex and your own package; from torch.nn only "
+    "Module, Parameter, the containers and torch.nn.init, from torch.optim only the Optimizer base class; "
+    "nothing else (torch.nn's layers and losses, torch.nn.utils, torch.optim's optimizers and schedulers, "
+    "torch.utils.data, other packages such as tokenizers or tiktoken). See README.md, 'The one rule'."
+)
 
 
 def _every_alias(*ops: str) -> frozenset[str]:
@@ -174,16 +186,32 @@ def call_name(func) -> str:
 
 
 def forbidden_calls(component: str, calls: Iterable[str]) -> list[str]:
-    """The names among `calls` that `component` may not use, sorted."""
-    return sorted(set(calls) & BANNED[component])
+    """The names among `calls` that `component` may not use, sorted: its banned built-ins, and the
+    library calls its code made that call_rule's table does not allow it."""
+    calls = set(calls)
+    library = {c for c in calls if (callee := call_rule.callee_of(c)) and not call_rule.allowed_in(component, callee)}
+    return sorted((calls & BANNED[component]) | library)
 
 
 def explain(component: str, banned: list[str]) -> str:
-    """The message a student sees when `component` called the built-ins `banned`."""
-    return (
-        f"{component} called {', '.join(banned)}: the PyTorch built-in that computes this component. "
-        f"Write {component} from elementary tensor operations; the built-in is what the tests compare against."
-    )
+    """The message a student sees when `component` called the built-ins or library code `banned`."""
+    builtins = [b for b in banned if call_rule.callee_of(b) is None]
+    library = [b for b in banned if call_rule.callee_of(b) is not None]
+    parts = []
+    if builtins:
+        parts.append(
+            f"{component} called {', '.join(builtins)}: the PyTorch built-in that computes this component. "
+            f"Write {component} from elementary tensor operations; the built-in is what the tests compare against."
+        )
+    if library:
+        calls = "\n".join(f"  {c}" for c in library[:MAX_LIBRARY_CALLS_SHOWN])
+        more = len(library) - MAX_LIBRARY_CALLS_SHOWN
+        parts.append(
+            f"{component} called library code the rule does not allow (the call, then your line that made it):\n{calls}"
+            + (f"\n  ... and {more} more" if more > 0 else "")
+            + f"\n{LIBRARY_RULE}"
+        )
+    return "\n".join(parts)
 
 
 class _FunctionRecorder(TorchFunctionMode):
@@ -251,11 +279,14 @@ class CallRecorder:
     """Records, while active, the canonical names of the torch functions and ATen operators
     called in this thread (`calls`) and how many operators ran (`operators`)."""
 
-    def __init__(self, dispatch: bool = True):
+    def __init__(self, dispatch: bool = True, package_dir: str | None = None, harness: tuple[str, ...] = ()):
         """dispatch=False records Python-level calls only: no ATen operator is seen (and
         `operators` stays 0), but nothing is imported (the dispatch mode imports torch._dynamo,
         ~3 s, at its first operator): what the public tests use. dispatch=True adds the
-        dispatch mode and the dispatcher observer."""
+        dispatch mode and the dispatcher observer. Either way the library calls of the code in
+        `package_dir` (default: the imported cs336_basics package's directory) are recorded
+        (call_rule.LibraryCallTracer), except those of the `harness` files (the public tests'
+        fixture loading and comparison, which run inside the recording)."""
         self.calls: set[str] = set()
         self._counter = [0]
         self._dispatch = dispatch
@@ -263,6 +294,9 @@ class CallRecorder:
             _FunctionRecorder(self.calls),
             _DispatchRecorder(self.calls, self._counter) if dispatch else contextlib.nullcontext(),
             _DispatcherObserver(self.calls) if dispatch else contextlib.nullcontext(),
+        )
+        self._tracer = call_rule.LibraryCallTracer(
+            self.calls, package_dir or _package_dir(), exclude=(__file__, *harness)
         )
         self._depths = (0, 0)
 
@@ -279,6 +313,7 @@ class CallRecorder:
             self._modes[0].__enter__()
             stack.pop_all()
         self._depths = (torch._C._len_torch_function_stack(), len(_get_current_dispatch_mode_stack()))
+        self._tracer.__enter__()  # last in, first out: the recorder's own work is not traced
         return self
 
     def _intact(self) -> bool:
@@ -294,6 +329,8 @@ class CallRecorder:
         return len(stack) == dispatches and stack[-1] is self._modes[1]
 
     def __exit__(self, *exc) -> None:
+        traced = self._tracer.intact()
+        self._tracer.__exit__(*exc)
         intact = self._intact()
         try:
             if intact:
@@ -311,12 +348,22 @@ class CallRecorder:
             self._modes[2].__exit__(*exc)
         if not intact:
             raise RecordingTampered("the recorder's torch modes were popped or covered by other modes")
+        if not traced:
+            raise RecordingTampered("the recorder's profile hook (sys.setprofile) was replaced or switched off")
+
+
+def _package_dir() -> str:
+    """The directory of the cs336_basics package imported here (the student's, in a submission)."""
+    import sys
+
+    return os.path.dirname(os.path.realpath(sys.modules["cs336_basics"].__file__))
 
 
 @contextmanager
-def assert_no_builtins(component: str, dispatch: bool = True) -> Iterator[CallRecorder]:
-    """Fails (AssertionError) if code run inside calls a built-in `component` may not use."""
-    with CallRecorder(dispatch) as recorder:
+def assert_no_builtins(component: str, dispatch: bool = True, harness: tuple[str, ...] = ()) -> Iterator[CallRecorder]:
+    """Fails (AssertionError) if code run inside calls a built-in or library code `component` may
+    not use (`harness`: files of the package whose calls are not the component's, see CallRecorder)."""
+    with CallRecorder(dispatch, harness=harness) as recorder:
         yield recorder
     banned = forbidden_calls(component, recorder.calls)
     if banned:

@@ -71,3 +71,34 @@ def test_grader_rule_sees_torch_optim_adamw():
 
 def test_grader_rule_sees_clip_grad_norm_in_gradient_clipping():
     assert _training_builtin_calls("gradient_clipping") != []
+
+
+def test_public_snapshot_tests_name_each_library_route_of_the_hostile_sample(tmp_path):
+    """tests/staff/hostile/library_routes at home: each component's snapshot tests fail, naming
+    the library call and the line of the package that made it, as the grade does."""
+    import shutil
+
+    from tests.staff.test_hostile import SAMPLES_DIR, overlays, readme_field
+
+    ignore = shutil.ignore_patterns("staff", "__pycache__")
+    for name in ("cs336_basics", "tests"):
+        shutil.copytree(REPO / name, tmp_path / name, ignore=ignore)
+    shutil.copyfile(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "fixtures").symlink_to(REPO / "fixtures")
+    for rel in overlays("library_routes"):
+        with open(tmp_path / rel, "a") as f:
+            f.write("\n\n" + (SAMPLES_DIR / "library_routes" / rel).read_text())
+    components = readme_field("library_routes", "component").split()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "matches_fixture"]
+        + [f"tests/test_{c}.py" for c in components],
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path)),
+        capture_output=True,
+        text=True,
+    )
+    assert " passed" not in done.stdout.splitlines()[-1], done.stdout[-3000:]
+    for component in components:
+        assert f"{component} called library code" in done.stdout, component
+    for callee in readme_field("library_routes", "named").split():
+        assert f"{callee}" in done.stdout and "at cs336_basics/" in done.stdout, callee

@@ -742,7 +742,9 @@ def test_grader_component_calling_its_builtin_scores_zero_naming_it(graded):
     scores = report.component_scores()
     assert scores["silu"] == 0
     assert all("F.silu" in o and "aten.silu" in o for o in outputs(report, "silu", hidden=False))
-    assert all("called a PyTorch built-in silu may not use" in o for o in outputs(report, "silu", hidden=True))
+    assert all(
+        "called a PyTorch built-in or library code silu may not use" in o for o in outputs(report, "silu", hidden=True)
+    )
     assert {c: scores[c] for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")} == {
         c: float(POINTS[c]) for c in ("linear", "embedding", "gelu", "softmax", "rmsnorm", "layernorm")
     }

@@ -3,9 +3,10 @@
 One folder per sample (as otter-grader keeps its example submissions): README.md says the
 attack, the component it targets and the expected outcome in lines of the form
 
-    component: silu
+    component: silu        (or several: each scores 0)
     runs: silu gelu        (optional: the components graded, in order; default: the component)
     expected: score 0, flagged
+    named: F.silu          (optional: calls the public cases' messages must name)
 
 and every other file is an overlay onto the handout with the reference restored: appended to
 the file of the same path (so a later `def silu` replaces the reference's), or created if the
@@ -156,10 +157,12 @@ def test_hostile_sample_is_contained(graded, name):
         return
     report = graded[name]
     assert report.points == {c: CONFIG.points[c] for c in runs(name)}
-    if "score 0" in expected:
-        assert report.component_scores()[component] == 0, f"{name}: {describe(report)}\n" + "\n".join(
-            r.output for r in report.results
+    if "score 0" in expected:  # every component the README names
+        assert all(report.component_scores()[c] == 0 for c in component.split()), (
+            f"{name}: {describe(report)}\n" + "\n".join(r.output for r in report.results)
         )
+    for callee in (readme_field(name, "named") or "").split():  # in the public cases' messages
+        assert any(callee in r.output for r in report.results if not r.case.hidden), f"{name}: {callee} not named"
     overlay_lines = {
         (str(rel), line.strip())
         for rel in overlays(name)
@@ -173,7 +176,8 @@ def test_hostile_sample_is_contained(graded, name):
         assert report.seconds > 0 and not {"execution_time"} & set(data), data.keys()
     assert bool(report.review) == ("review" in data.get("extra_data", {}))
     shown = [t["output"] for t in data["tests"] if t["visibility"] != "hidden"]
-    assert not any(f"{f.path}:{f.line}" in text for f in report.review for text in shown)
+    # the review is staff-only (a student's own file:line may appear: the call rule names it)
+    assert not any(f"{f.path}:{f.line}: {f.what}" in text or f.what in text for f in report.review for text in shown)
 
 
 def test_hostile_reference_scores_full_marks_and_is_not_flagged(graded):

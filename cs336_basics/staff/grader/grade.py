@@ -171,7 +171,7 @@ def _verdict(
     banned = forbidden_calls(case.component, calls)
     if banned:
         return False, (
-            f"{adapter} called a PyTorch built-in {case.component} may not use (the public tests name it)"
+            f"{adapter} called a PyTorch built-in or library code {case.component} may not use (the public tests name it)"
             if hidden
             else explain(case.component, banned)
         )

@@ -8,6 +8,9 @@ and reports each line that
     torch.X, torch.nn.functional.X (imported under any name), torch.special.X,
     torch.ops.aten.X, `from torch.nn.functional import X`, or a method call `t.X(...)` on a
     value that is not one of the package's own modules;
+  - names library code that call_rule.RULE lets no component call (torch.nn.utils.clip_grad_norm_,
+    torch.optim.AdamW, torch.nn.CrossEntropyLoss, `import tokenizers`, numpy.random, ...), as
+    the object the name resolves to in the libraries this process imported;
   - reaches the machinery that can switch the recorder off or run code it does not see:
     torch._C (dispatch-key guards, mode stacks), torch.library and torch.ops other than aten,
     torch.overrides / torch.utils._python_dispatch / the profiler, __torch_dispatch__ and
@@ -25,10 +28,14 @@ student-visible output.
 """
 
 import ast
+import importlib
+import sys
+import types
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from cs336_basics import call_rule
 from cs336_basics.builtin_guard import BANNED
 
 MAX_FINDINGS = 50  # per submission: enough to review, bounded for results.json
@@ -170,6 +177,32 @@ def _banned_for(path: str) -> str:
     return ", ".join(c for c, banned in BANNED.items() if banned & names) or "a component"
 
 
+def _library_name(path: str) -> str:
+    """Where the library object a dotted path names lives (torch.nn.CrossEntropyLoss ->
+    torch.nn.modules.loss.CrossEntropyLoss), resolved in modules this process has imported;
+    the path itself where it cannot be resolved (a package not imported here)."""
+    parts = path.split(".")
+    if parts[0] in ("torch", "numpy"):  # the libraries whose public names alias their modules
+        importlib.import_module(parts[0])
+    obj = sys.modules.get(parts[0])
+    for part in parts[1:]:
+        if obj is None:
+            return path
+        obj = getattr(obj, part, None) or sys.modules.get(f"{getattr(obj, '__name__', '')}.{part}")
+    if obj is None:
+        return path
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{module}.{qualname}" if isinstance(module, str) and isinstance(qualname, str) else path
+
+
+def _forbidden_library(path: str) -> str | None:
+    """The library name `path` resolves to if no component may call it (call_rule), else None."""
+    name = _library_name(path)
+    return None if call_rule.verdict(name, call_rule.rule_for(None)) else name
+
+
 def _machinery(path: str) -> str | None:
     for prefix, what in MACHINERY.items():
         if path == prefix or path.startswith(prefix + "."):
@@ -204,6 +237,8 @@ class _Visitor(ast.NodeVisitor):
             self.found.append((node.lineno, f"{path}: an operator outside aten (a custom op)"))
         elif (what := _machinery(path)) is not None:
             self.found.append((node.lineno, f"{path}: {what}"))
+        elif path.split(".")[0] != self.package and (library := _forbidden_library(path)) is not None:
+            self.found.append((node.lineno, f"{path}: library code the call rule forbids ({library})"))
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:

@@ -20,6 +20,7 @@ same recorder, and sends its record back; a case's calls are its own and every r
 that sent none fails it.
 """
 
+import functools
 import importlib
 import json
 import os
@@ -39,6 +40,7 @@ from cs336_basics.staff.grader.sanitize import clean
 
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
 MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
+MAX_LIBRARY_CALLS = 20  # forbidden library calls kept per case (call_rule.RECORD_CHARS each at most)
 
 
 def worker_batch(plan: list, starts_processes: frozenset[str]) -> list:
@@ -176,6 +178,12 @@ def main(job: WorkerJob) -> None:
             (guard._DispatcherObserver, "__enter__"),
             (guard._DispatcherObserver, "__exit__"),
             *((_launch, name) for name in ("launch", "_rank_main", "_recorded_call", "run_sharded", "_sharded_output")),
+            (guard.call_rule.LibraryCallTracer, "__enter__"),
+            (guard.call_rule.LibraryCallTracer, "__exit__"),
+            (guard.call_rule.LibraryCallTracer, "intact"),
+            (guard.call_rule.LibraryCallTracer, "_make_hook"),
+            (guard.call_rule.LibraryCallTracer, "_judge_call"),
+            (guard.call_rule.LibraryCallTracer, "_judge_c_call"),
         )
     ]
     enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
@@ -204,6 +212,7 @@ def main(job: WorkerJob) -> None:
         return
     _use_graders_launcher(module.__dict__)
     functions = {name: module.__dict__.get(name) for name in expected}
+    package_dir = os.path.join(job.code_dir, "cs336_basics")  # the student's code, for the call rule
     tampered = None
     try:
         _check_adapters(module.__dict__, expected, functions)
@@ -222,10 +231,11 @@ def main(job: WorkerJob) -> None:
                     raise Tampered(tampered)
                 _check_adapters(module.__dict__, expected, functions)
                 _check_recorder(recorder_methods)
-                recorder = guard.CallRecorder()
+                recorder = guard.CallRecorder(package_dir=package_dir)
                 originals = _snapshot(kwargs)
                 rank_setup = _rank_sandbox if job.spec.isolate else None
-                with _launch.recording_ranks(guard.CallRecorder, rank_setup) as ranks, recorder:
+                rank_recorder = functools.partial(guard.CallRecorder, package_dir=package_dir)
+                with _launch.recording_ranks(rank_recorder, rank_setup) as ranks, recorder:
                     out = functions[adapter](**kwargs)
                     # a plain tensor's values, computed here, while recording: a subclass could
                     # compute them when touched later, unseen
@@ -241,10 +251,14 @@ def main(job: WorkerJob) -> None:
                 _check_recorder(recorder_methods)
                 if threading.active_count() > threads:
                     raise Tampered("your code started a thread; graded code must run in the thread that calls it")
-                # the banned ones first: a flood of other names must not push them past the cap
+                # the banned ones first: a flood of other names must not push them past the cap;
+                # library calls (call_rule's records, a few hundred bytes each) at most MAX_LIBRARY_CALLS
                 recorded = recorder.calls | ranks.calls  # this process's and every rank's
                 banned = guard.forbidden_calls(component, recorded)
-                calls = banned + sorted(recorded - set(banned))[:MAX_CALLS]
+                library = [c for c in banned if guard.call_rule.callee_of(c) is not None][:MAX_LIBRARY_CALLS]
+                banned = [c for c in banned if guard.call_rule.callee_of(c) is None] + library
+                others = [c for c in recorded - set(banned) if guard.call_rule.callee_of(c) is None]
+                calls = banned + sorted(others)[:MAX_CALLS]
                 operators = recorder.operators + ranks.operators
                 meta = {protocol.CALLS: json.dumps(calls), protocol.OPERATORS: str(operators)}
                 if changed:
