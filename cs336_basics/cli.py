@@ -1,4 +1,4 @@
-"""`cs336`: the course's command line: `status`, `submit`, `generate` and `train`. `main(argv, add_commands)`
+"""`cs336`: the course's command line: `status`, `submit`, `generate`, `train` and `account`. `main(argv, add_commands)`
 lets another entry point add subcommands to these."""
 
 import argparse
@@ -6,6 +6,7 @@ import sys
 from collections.abc import Callable
 
 from cs336_basics import generate_cli, status, submit
+from cs336_basics.accounting import cli as account_cli
 from cs336_basics.train import cli as train_cli
 
 
@@ -16,6 +17,7 @@ def main(argv: list[str] | None = None, add_commands: Callable | None = None) ->
     submit.add_command(commands)
     generate_cli.add_command(commands)
     train_cli.add_command(commands)
+    account_cli.add_command(commands)
     if add_commands is not None:
         add_commands(commands)
     args, unknown = parser.parse_known_args(argv)
