@@ -1,12 +1,12 @@
-"""`cs336`: the course's command line: `status`, `submit`, `generate`, `train`, `account` and
-`tokenizer-stats`. `main(argv, add_commands)`
+"""`cs336`: the course's command line: `status`, `submit`, `generate`, `train`, `evaluate`,
+`account` and `tokenizer-stats`. `main(argv, add_commands)`
 lets another entry point add subcommands to these."""
 
 import argparse
 import sys
 from collections.abc import Callable
 
-from cs336_basics import generate_cli, status, submit
+from cs336_basics import evaluate, generate_cli, status, submit
 from cs336_basics.accounting import cli as account_cli
 from cs336_basics.tokenizer_stats import cli as tokenizer_stats_cli
 from cs336_basics.train import cli as train_cli
@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None, add_commands: Callable | None = None) ->
     submit.add_command(commands)
     generate_cli.add_command(commands)
     train_cli.add_command(commands)
+    evaluate.add_command(commands)
     account_cli.add_command(commands)
     tokenizer_stats_cli.add_command(commands)
     if add_commands is not None:
