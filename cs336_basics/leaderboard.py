@@ -62,7 +62,9 @@ def model_config(toml_text: bytes):
 
 def _header(raw: bytes) -> dict:
     if len(raw) < 8 or int.from_bytes(raw[:8], "little") > min(MAX_HEADER_BYTES, len(raw) - 8):
-        raise LeaderboardError(f"{WEIGHTS} is not a safetensors file (a pickle or torch.save file is not accepted)")
+        raise LeaderboardError(
+            f"{WEIGHTS} is not a safetensors file (truncated, or a pickle or torch.save file, which is never loaded)"
+        )
     try:
         header = json.loads(raw[8 : 8 + int.from_bytes(raw[:8], "little")])
     except (ValueError, UnicodeDecodeError):
@@ -71,6 +73,18 @@ def _header(raw: bytes) -> dict:
         raise LeaderboardError(f"{WEIGHTS} is not a safetensors file (its header is not a JSON object)")
     header.pop("__metadata__", None)
     return header
+
+
+def header_metadata(raw: bytes) -> dict:
+    """The `__metadata__` of a safetensors file's header (empty if none)."""
+    if len(raw) < 8 or int.from_bytes(raw[:8], "little") > min(MAX_HEADER_BYTES, len(raw) - 8):
+        raise LeaderboardError("not a safetensors file")
+    try:
+        header = json.loads(raw[8 : 8 + int.from_bytes(raw[:8], "little")])
+    except (ValueError, UnicodeDecodeError):
+        raise LeaderboardError("not a safetensors file") from None
+    meta = header.get("__metadata__", {}) if isinstance(header, dict) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def read_weights(raw: bytes, shapes: dict[str, tuple[int, ...]]) -> dict:
