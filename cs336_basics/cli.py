@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from cs336_basics import evaluate, generate_cli, status, submit
+from cs336_basics import evaluate_cli, generate_cli, status, submit
 from cs336_basics.accounting import cli as account_cli
 from cs336_basics.tokenizer_stats import cli as tokenizer_stats_cli
 from cs336_basics.train import cli as train_cli
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None, add_commands: Callable | None = None) ->
     submit.add_command(commands)
     generate_cli.add_command(commands)
     train_cli.add_command(commands)
-    evaluate.add_command(commands)
+    evaluate_cli.add_command(commands)
     account_cli.add_command(commands)
     tokenizer_stats_cli.add_command(commands)
     if add_commands is not None:

@@ -1,4 +1,4 @@
-"""`cs336 evaluate --checkpoint DIR`: one validation loss, measured the same way for every run.
+"""One validation loss, measured the same way for every run (`cs336 evaluate --checkpoint DIR`).
 The course corpus's validation split (cs336_basics.corpus), encoded with the run's own tokenizer,
 is cut into consecutive windows of EVAL_CONTEXT tokens; every token after the first is predicted
 once, from the tokens before it in its window. The loss is the mean cross-entropy in nats per
@@ -7,7 +7,6 @@ tokens, so that runs with different vocabularies compare. One thread, float64 su
 batches: the same number on every run, and the grader's leaderboard computes it the same way."""
 
 import math
-import sys
 from dataclasses import dataclass
 
 import torch
@@ -80,32 +79,3 @@ def evaluate_model(model, tokenizer, vocab_size: int) -> Evaluation:
     finally:
         torch.set_num_threads(threads)
     return summarise(losses, [y for _, y in parts], tokenizer.vocab)
-
-
-def run(args) -> int:
-    from cs336_basics.serialization import CheckpointError
-    from cs336_basics.train.loop import load_trained
-
-    try:
-        model, tokenizer = load_trained(args.checkpoint)
-        if model.config.context_length < EVAL_CONTEXT:
-            raise ValueError(f"context_length is {model.config.context_length}; evaluation uses {EVAL_CONTEXT}")
-        result = evaluate_model(model, tokenizer, model.config.vocab_size)
-    except NotImplementedError as e:
-        print(f"cs336 evaluate: a component it needs is not written yet: {e}", file=sys.stderr)
-        return 1
-    except (ValueError, FileNotFoundError, CheckpointError) as e:
-        print(f"cs336 evaluate: {' '.join(str(e).split())}", file=sys.stderr)
-        return 1
-    print(f"validation loss {result.nats_per_token:.6f} nats/token, {result.bits_per_byte:.6f} bits/byte "
-          f"({result.tokens:,} tokens, {result.bytes:,} bytes, context {EVAL_CONTEXT})")  # fmt: skip
-    return 0
-
-
-def add_command(commands) -> None:
-    p = commands.add_parser(
-        "evaluate", help="a trained run's validation loss on the course corpus (nats/token, bits/byte)"
-    )
-    p.description = __doc__
-    p.add_argument("--checkpoint", required=True, metavar="DIR", help="a cs336 train run directory")
-    p.set_defaults(run=run)

@@ -9,11 +9,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from cs336_basics.tokenizer_stats import measure as M
-from cs336_basics.tokenizer_stats.phases import train_bpe_by_phase
-
 PILE_BYTES = 825e9  # the Pile (Gao et al. 2020), the handout's example of a large corpus
 
 
@@ -25,7 +20,10 @@ class Corpus:
 
 
 def corpora(texts: list[str], max_train_chars: int) -> list[Corpus]:
+    import numpy as np
+
     from cs336_basics.corpus import read_split
+    from cs336_basics.tokenizer_stats import measure as M
     from cs336_basics.train.toy_stories import toy_stories
 
     out = [Corpus("course", read_split("train"), M.documents(read_split("valid"))),
@@ -43,6 +41,7 @@ def corpora(texts: list[str], max_train_chars: int) -> list[Corpus]:
 def train_tokenizers(corpora: list[Corpus], vocab_size: int) -> tuple[dict, list[str]]:
     """({name: Tokenizer}, report lines): one tokenizer per corpus, its training timed by phase."""
     from cs336_basics.tokenizer.tokenizer import Tokenizer
+    from cs336_basics.tokenizer_stats.phases import train_bpe_by_phase
     from cs336_basics.train.config import EOT
 
     tokenizers, lines = {}, [f"train_bpe by phase (CPU seconds, one process; vocab_size {vocab_size}):"]
@@ -70,6 +69,8 @@ def run_tokenizers(run_dirs: list[str]) -> dict:
 
 
 def ratio_lines(tokenizers: dict, samples: dict[str, list[str]], documents: int, seed: int) -> list[str]:
+    from cs336_basics.tokenizer_stats import measure as M
+
     width = max(map(len, tokenizers)) + 2
     lines = [f"bytes per token ({documents} documents sampled per corpus, seed {seed}; rows: tokenizers):",
              " " * width + "".join(f"{name:>12}" for name in samples)]  # fmt: skip
@@ -84,6 +85,7 @@ def speed_lines(tokenizers: dict, samples: dict[str, list[str]], longest: int) -
     """Throughput of a fresh copy of each tokenizer (nothing cached from the ratios), its longest
     tokens other than the special ones."""
     from cs336_basics.tokenizer.tokenizer import Tokenizer
+    from cs336_basics.tokenizer_stats import measure as M
 
     lines = ["encoding throughput on the course documents (bytes per CPU second) and longest tokens:"]
     for name, tok in tokenizers.items():
@@ -99,6 +101,8 @@ def speed_lines(tokenizers: dict, samples: dict[str, list[str]], longest: int) -
 
 
 def run(args) -> int:
+    from cs336_basics.tokenizer_stats import measure as M
+
     try:
         for name in ("documents", "longest", "vocab_size"):
             if getattr(args, name) < 1:
