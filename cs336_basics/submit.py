@@ -122,7 +122,8 @@ def red_components(table: dict) -> list[str]:
 
 def run(args) -> int:
     try:
-        entry = _leaderboard_entry(args.checkpoint) if args.checkpoint else None
+        checkpoint = getattr(args, "checkpoint", None)  # callers that predate --checkpoint pass none
+        entry = _leaderboard_entry(checkpoint) if checkpoint else None
         out, files, links = write_submission(REPO, Path(args.output) if args.output else None, entry)
     except (ValueError, FileNotFoundError) as e:
         print(f"cs336 submit: {' '.join(str(e).split())}", file=sys.stderr)
