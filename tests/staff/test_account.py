@@ -145,3 +145,20 @@ def test_account_answer_keys_closed_forms_equal_the_counts(shape):
     assert parameter_count(c) == 2 * V * d + L * (4 * d * d + 3 * d * F + 2 * d) + d
     assert FL.forward_flops(c) == L * (8 * T * d * d + 4 * T * T * d + 6 * T * d * F) + 2 * T * d * V
     assert sum(activation_terms(c).values()) == L * (8 * T * d + 2 * h * T * T + 4 * T * F) + T * d + 2 * T * V
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_account_parameter_gradient_and_optimizer_memory_equal_the_tensors_after_a_step(name):
+    from cs336_basics.optim import AdamW
+
+    config, batch, seq = CONFIGS[name]
+    model = _model(config)
+    optimizer = AdamW(model.parameters(), lr=1e-3)
+    model(_ids(config, batch, seq)).sum().backward()
+    optimizer.step()
+    nbytes = lambda tensors: sum(t.numel() * t.element_size() for t in tensors)  # noqa: E731
+    memory = training_memory(config, seq)
+    assert memory.parameters == nbytes(model.parameters())
+    assert memory.gradients == nbytes(p.grad for p in model.parameters())
+    state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor) and v.dim()]
+    assert memory.adamw_state == nbytes(state)
