@@ -10,7 +10,9 @@ import torch
 
 from cs336_basics.accounting.flops import training_flops_per_token
 
-PEAK_SIZE, PEAK_REPEATS, PEAK_PRODUCTS = 512, 5, 4  # a (PEAK_SIZE)^2 matmul, PEAK_PRODUCTS per timing
+# square matmuls of PEAK_SIZE (CPU) or ACCELERATOR_PEAK_SIZE, PEAK_PRODUCTS per timing, the fastest of
+# PEAK_REPEATS timings: many short timings, so that on a shared machine some run undisturbed
+PEAK_SIZE, ACCELERATOR_PEAK_SIZE, PEAK_REPEATS, PEAK_PRODUCTS = 512, 4096, 30, 1
 
 
 def _synchronize(device: torch.device) -> None:
@@ -21,9 +23,10 @@ def _synchronize(device: torch.device) -> None:
 
 
 @torch.no_grad()
-def measure_peak_flops(device: torch.device, dtype: torch.dtype = torch.float32, size: int = PEAK_SIZE) -> float:
+def measure_peak_flops(device: torch.device, dtype: torch.dtype = torch.float32, size: int | None = None) -> float:
     """FLOP/s of the fastest of PEAK_REPEATS timings of PEAK_PRODUCTS (size, size) @ (size, size)
     products, after one untimed warm-up: 2 size^3 PEAK_PRODUCTS / seconds."""
+    size = size or (PEAK_SIZE if device.type == "cpu" else ACCELERATOR_PEAK_SIZE)
     generator = torch.Generator().manual_seed(0)
     a, b = (torch.randn(size, size, generator=generator).to(device, dtype) for _ in range(2))
     best = math.inf
