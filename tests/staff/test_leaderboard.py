@@ -8,6 +8,7 @@ import io
 import json
 import math
 import pickle
+import shutil
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -160,20 +161,32 @@ def test_leaderboard_grader_gives_a_hostile_entry_a_message_not_a_crash(entry, t
     assert not (Path("/tmp") / PWNED).exists()
 
 
-def test_leaderboard_grader_reports_a_model_that_raises(entry, tmp_path):
-    (tmp_path / "sub").mkdir()
+def _changed_submission(tmp_path: Path, entry: dict, file: str, old: str, new: str) -> Path:
+    """A directory submission: the reference package with `old` replaced by `new` in `file`, and the entry."""
     package = tmp_path / "sub" / "cs336_basics"
-    import shutil
-
     shutil.copytree(REPO / "cs336_basics", package, ignore=shutil.ignore_patterns("staff", "__pycache__", "data"))
-    lm = package / "nn" / "modules" / "transformer_lm.py"
-    lm.write_text(lm.read_text().replace("        x = self.token_embeddings(in_indices)  # (..., seq, d_model)",
-                                         "        raise RuntimeError('my model is broken')"))  # fmt: skip
+    text = (package / file).read_text()
+    assert old in text
+    (package / file).write_text(text.replace(old, new))
     (tmp_path / "sub" / "leaderboard").mkdir()
     for name, data in entry.items():
         (tmp_path / "sub" / "leaderboard" / name).write_bytes(data)
-    got = evaluate_entry(tmp_path / "sub", GRADER)
+    return tmp_path / "sub"
+
+
+def test_leaderboard_grader_reports_a_model_that_raises(entry, tmp_path):
+    sub = _changed_submission(tmp_path, entry, "nn/modules/transformer_lm.py",
+                              "x = self.token_embeddings(in_indices)", "raise RuntimeError('my model is broken')")  # fmt: skip
+    got = evaluate_entry(sub, GRADER)
     assert got.nats_per_token is None and "my model is broken" in got.message
+
+
+def test_leaderboard_grader_refuses_a_model_that_sees_the_tokens_it_predicts(entry, tmp_path):
+    sub = _changed_submission(tmp_path, entry, "nn/functional.py",
+                              "mask = causal_mask(seq, k.shape[-2], device=x.device) if seq > 1 else None",
+                              "mask = None")  # fmt: skip
+    got = evaluate_entry(sub, GRADER)
+    assert got.nats_per_token is None and "not causal" in got.message
 
 
 def test_leaderboard_submission_without_entry_says_how_to_add_one(tmp_path):

@@ -3,7 +3,9 @@ evaluated as `cs336 evaluate` does, with the student's own model code run in the
 grader reads the entry as data (bounded files, a safetensors header checked against the
 configuration), tokenizes the validation split with its own Tokenizer, and writes one case per
 batch of windows for the adapter run_transformer_lm; workers return logits, and the grader sums
-the losses (cs336_basics/evaluate.py). Anything wrong gives a message and no entry, never a crash."""
+the losses (cs336_basics/evaluate.py). A probe window whose second half is changed must leave the
+first half's logits as they were (a model that sees the tokens it predicts has no entry). Anything
+wrong gives a message and no entry, never a crash."""
 
 import dataclasses
 import math
@@ -29,6 +31,10 @@ from cs336_basics.staff.reference import ADAPTERS
 CPU_S = 60  # CPU seconds of a worker for its share of the windows
 ADAPTER = "run_transformer_lm"
 COMPONENT = "lm"  # the adapter's component (its workers' call recorder and limits)
+# How far a logit before a change of later tokens may move, relative to the largest logit. Measured
+# on a 4-step model (tests/staff/test_leaderboard.py's): the reference 0, a softmax shifted by the
+# maximum over the masked keys too 2.1e-7 (float32 rounding), attention without the causal mask 0.28.
+CAUSAL_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -143,11 +149,11 @@ def _read_logits(path: Path, uid: int | None, shape: tuple[int, ...], code_dir: 
         raise L.LeaderboardError(f"{ADAPTER} must return float32 logits of shape {list(shape)}") from None
 
 
-def _run_windows(root: Path, private: Path, parts: list, kwargs: dict, config: GradingConfig, budget_end) -> list:
-    """The logits of every batch, from workers each given as many batches as their home holds."""
+def _run_windows(root: Path, private: Path, inputs: list, kwargs: dict, config: GradingConfig, budget_end) -> list:
+    """The logits of every batch of windows, from workers each given as many batches as half its home holds."""
     limits = dataclasses.replace(config.limits, cpu_per_component_s=CPU_S)
     cases = []
-    for i, (x, _) in enumerate(parts):
+    for i, x in enumerate(inputs):
         name = f"leaderboard_{i}"
         torch.save({**kwargs, "in_indices": x.clone()}, root / "inputs" / protocol.input_file(name))
         os.chmod(root / "inputs" / protocol.input_file(name), 0o644)
@@ -171,6 +177,25 @@ def _run_windows(root: Path, private: Path, parts: list, kwargs: dict, config: G
     return logits
 
 
+def causality_probe(window: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """The window (1, T) with its second half's tokens changed (each id + 1, modulo vocab_size)."""
+    probe, half = window.clone(), window.shape[-1] // 2
+    probe[:, half:] = (probe[:, half:] + 1) % vocab_size
+    return probe
+
+
+def check_causal(logits: torch.Tensor, probe_logits: torch.Tensor) -> None:
+    """LeaderboardError if changing the second half of a window moved a logit of its first half by
+    more than CAUSAL_TOLERANCE of the largest logit: the model saw the tokens it predicts."""
+    half = logits.shape[-2] // 2
+    a, b = logits[..., :half, :].double(), probe_logits[..., :half, :].double()
+    if not torch.isfinite(a).all() or (a - b).abs().max() > CAUSAL_TOLERANCE * a.abs().max().clamp_min(1.0):
+        raise L.LeaderboardError(
+            "your model's logits at a position changed when only later tokens changed: it is not causal "
+            "(it sees the tokens it predicts), so its loss is not a language model's"
+        )
+
+
 def _evaluate(sub: Path, base: Path, config: GradingConfig, budget_end) -> Entry:
     private = base / "private"
     files = read_entry(sub, private / "scan")
@@ -179,10 +204,13 @@ def _evaluate(sub: Path, base: Path, config: GradingConfig, budget_end) -> Entry
     c, weights = L.check_entry(files)
     ids, vocab = validation_ids(files, c.vocab_size, private)
     parts = E.batches(ids, c.vocab_size)
+    window = parts[0][0][:1]
+    inputs = [x for x, _ in parts] + [window, causality_probe(window, c.vocab_size)]
     kwargs = {"vocab_size": c.vocab_size, "context_length": c.context_length, "d_model": c.d_model,
               "num_layers": c.num_layers, "num_heads": c.num_heads, "d_ff": c.d_ff, "rope_theta": c.rope_theta,
               "weights": weights}  # fmt: skip
-    logits = _run_windows(_prepare(sub, base), private, parts, kwargs, config, budget_end)
+    *logits, first, probe = _run_windows(_prepare(sub, base), private, inputs, kwargs, config, budget_end)
+    check_causal(first, probe)
     result = E.summarise(
         [E.token_losses(z, y) for z, (_, y) in zip(logits, parts, strict=True)], [y for _, y in parts], vocab
     )
