@@ -192,3 +192,10 @@ def test_leaderboard_grader_refuses_a_model_that_sees_the_tokens_it_predicts(ent
 def test_leaderboard_submission_without_entry_says_how_to_add_one(tmp_path):
     got = evaluate_entry(_zip(tmp_path, {}), GRADER)
     assert got.nats_per_token is None and "--checkpoint" in got.message
+
+
+def test_leaderboard_unreadable_submission_adds_no_leaderboard_line(tmp_path):
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("__init__.py", "")  # no cs336_basics/ package: the grading itself says so
+    assert evaluate_entry(bad, GRADER) is None

@@ -221,14 +221,17 @@ def _evaluate(sub: Path, base: Path, config: GradingConfig, budget_end) -> Entry
 
 def evaluate_entry(
     sub: Path, config: GradingConfig, budget_end: float | None = None, notes: list | None = None
-) -> Entry:
-    """The submission's leaderboard result; a message and no values when it has no usable entry."""
+) -> Entry | None:
+    """The submission's leaderboard result; a message and no values when it has no usable entry;
+    None when the submission itself cannot be read (the grading says why)."""
     base = Path(tempfile.mkdtemp(prefix="cs336-leaderboard-"))
     try:
         os.chmod(base, 0o711)
         (base / "private").mkdir(mode=0o700)
         return _evaluate(Path(sub), base, config, budget_end)
-    except (L.LeaderboardError, submission.SubmissionError, ValueError) as e:
+    except submission.SubmissionError:
+        return None
+    except (L.LeaderboardError, ValueError) as e:
         return Entry(None, None, f"no leaderboard entry: {e}")
     except Exception:  # noqa: BLE001 - a grader bug must not stop results.json
         import traceback
