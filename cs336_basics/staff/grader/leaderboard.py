@@ -149,8 +149,10 @@ def _read_logits(path: Path, uid: int | None, shape: tuple[int, ...], code_dir: 
         raise L.LeaderboardError(f"{ADAPTER} must return float32 logits of shape {list(shape)}") from None
 
 
-def _run_windows(root: Path, private: Path, inputs: list, kwargs: dict, config: GradingConfig, budget_end) -> list:
-    """The logits of every batch of windows, from workers each given as many batches as half its home holds."""
+def _run_windows(root: Path, private: Path, inputs: list, kwargs: dict, config: GradingConfig, budget_end,
+                 reduce) -> list:  # fmt: skip
+    """reduce(i, logits of inputs[i]) for every batch of windows, each batch's logits dropped once
+    reduced; from workers each given as many batches as half its home holds."""
     limits = dataclasses.replace(config.limits, cpu_per_component_s=CPU_S)
     cases = []
     for i, x in enumerate(inputs):
@@ -159,7 +161,7 @@ def _run_windows(root: Path, private: Path, inputs: list, kwargs: dict, config: 
         os.chmod(root / "inputs" / protocol.input_file(name), 0o644)
         cases.append((name, (*x.shape, kwargs["vocab_size"])))
     per_worker = max(1, (limits.disk_mb << 20) // 2 // (4 * max(math.prod(s) for _, s in cases)))
-    logits = []
+    reduced = []
     for k in range(0, len(cases), per_worker):
         chunk, name = cases[k : k + per_worker], f"leaderboard-{k}"
         (root / name).mkdir(mode=0o755)
@@ -171,10 +173,13 @@ def _run_windows(root: Path, private: Path, inputs: list, kwargs: dict, config: 
             run = runner.run([(COMPONENT, [(case, ADAPTER) for case, _ in chunk])], budget_end)[COMPONENT]
             if not run.finished:
                 raise L.LeaderboardError(f"your model did not finish the validation windows: {run.message}")
-            logits += [_read_logits(run.home / protocol.output_file(c), spec.uid, s, root / "code") for c, s in chunk]
+            for i, (case, shape) in enumerate(chunk, start=k):
+                reduced.append(
+                    reduce(i, _read_logits(run.home / protocol.output_file(case), spec.uid, shape, root / "code"))
+                )
         finally:
             sandbox.unmount_under(root / name)
-    return logits
+    return reduced
 
 
 def causality_probe(window: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -209,11 +214,13 @@ def _evaluate(sub: Path, base: Path, config: GradingConfig, budget_end) -> Entry
     kwargs = {"vocab_size": c.vocab_size, "context_length": c.context_length, "d_model": c.d_model,
               "num_layers": c.num_layers, "num_heads": c.num_heads, "d_ff": c.d_ff, "rope_theta": c.rope_theta,
               "weights": weights}  # fmt: skip
-    *logits, first, probe = _run_windows(_prepare(sub, base), private, inputs, kwargs, config, budget_end)
+
+    def reduce(i: int, logits: torch.Tensor) -> torch.Tensor:  # a probe's logits are kept, a batch's losses
+        return E.token_losses(logits, parts[i][1]) if i < len(parts) else logits
+
+    *losses, first, probe = _run_windows(_prepare(sub, base), private, inputs, kwargs, config, budget_end, reduce)
     check_causal(first, probe)
-    result = E.summarise(
-        [E.token_losses(z, y) for z, (_, y) in zip(logits, parts, strict=True)], [y for _, y in parts], vocab
-    )
+    result = E.summarise(losses, [y for _, y in parts], vocab)
     return Entry(result.nats_per_token, result.bits_per_byte,
                  f"leaderboard: validation loss {result.nats_per_token:.4f} nats/token, {result.bits_per_byte:.4f} "
                  f"bits/byte ({result.tokens:,} tokens, context {E.EVAL_CONTEXT})")  # fmt: skip
