@@ -5,7 +5,9 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from cs336_basics import generate_cli, status, submit
+from cs336_basics import evaluate_cli, generate_cli, status, submit
+from cs336_basics.accounting import cli as account_cli
+from cs336_basics.tokenizer_stats import cli as tokenizer_stats_cli
 from cs336_basics.train import cli as train_cli
 from cs336_basics.train import compare, sweep
 
@@ -19,6 +21,9 @@ def main(argv: list[str] | None = None, add_commands: Callable | None = None) ->
     train_cli.add_command(commands)
     sweep.add_command(commands)
     compare.add_command(commands)
+    evaluate_cli.add_command(commands)
+    account_cli.add_command(commands)
+    tokenizer_stats_cli.add_command(commands)
     if add_commands is not None:
         add_commands(commands)
     args, unknown = parser.parse_known_args(argv)

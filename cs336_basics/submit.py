@@ -67,8 +67,11 @@ def package_files(root: Path = REPO) -> tuple[list[Path], list[Path]]:
     return files, links
 
 
-def write_submission(root: Path = REPO, out: Path | None = None) -> tuple[Path, list[Path], list[Path]]:
-    """Write root/submission.zip (or out) holding root's package; returns (zip, files, links left out).
+def write_submission(
+    root: Path = REPO, out: Path | None = None, entry: dict[str, bytes] | None = None
+) -> tuple[Path, list[Path], list[Path]]:
+    """Write root/submission.zip (or out) holding root's package, and the leaderboard entry's files
+    (cs336_basics/leaderboard.py) in leaderboard/ if given; returns (zip, files, links left out).
     Raises ValueError, writing nothing, when the package is missing or over the grader's limits."""
     root = Path(root)
     out = Path(out) if out is not None else root / ZIP_NAME
@@ -89,8 +92,20 @@ def write_submission(root: Path = REPO, out: Path | None = None) -> tuple[Path, 
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for rel in files:
             archive.write(root / rel, rel.as_posix())
+        for name, data in (entry or {}).items():
+            archive.writestr(f"leaderboard/{name}", data)
     os.replace(tmp, out)
     return out, files, links
+
+
+def _leaderboard_entry(run_dir: str) -> dict[str, bytes]:
+    """The run's entry (its weights, config and tokenizer), checked as the grader checks it."""
+    from cs336_basics.leaderboard import MAX_PARAMETERS, WEIGHTS, entry_files
+
+    entry = entry_files(run_dir)
+    print(f"leaderboard entry from {run_dir}: {WEIGHTS} {len(entry[WEIGHTS]) / 1e6:.1f} MB "
+          f"(at most {MAX_PARAMETERS:,} float32 parameters, {4 * MAX_PARAMETERS / 1e6:.0f} MB)")  # fmt: skip
+    return entry
 
 
 def red_components(table: dict) -> list[str]:
@@ -107,9 +122,11 @@ def red_components(table: dict) -> list[str]:
 
 def run(args) -> int:
     try:
-        out, files, links = write_submission(REPO, Path(args.output) if args.output else None)
-    except ValueError as e:
-        print(f"cs336 submit: {e}", file=sys.stderr)
+        checkpoint = getattr(args, "checkpoint", None)  # callers that predate --checkpoint pass none
+        entry = _leaderboard_entry(checkpoint) if checkpoint else None
+        out, files, links = write_submission(REPO, Path(args.output) if args.output else None, entry)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"cs336 submit: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     for link in links:
         print(f"left out {link}: a symbolic link (the grader accepts none; copy the file instead)")
@@ -143,4 +160,5 @@ def add_command(commands) -> None:
     p = commands.add_parser("submit", help=f"write {ZIP_NAME} (your {PACKAGE}/ package only) and show the status table")
     p.add_argument("--output", "-o", help=f"where to write the zip (default: {ZIP_NAME} in the assignment folder)")
     p.add_argument("--no-tests", action="store_true", help="write the zip only; skip the status table")
+    p.add_argument("--checkpoint", metavar="DIR", help="a cs336 train run directory: its weights enter the leaderboard")
     p.set_defaults(run=run)

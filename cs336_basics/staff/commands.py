@@ -37,6 +37,10 @@ def add_commands(commands) -> None:
 
     corpus.add_command(commands)
 
+    from cs336_basics.staff import accounting_key
+
+    accounting_key.add_command(commands)
+
     from cs336_basics.staff.grader import cli as grader_cli  # grade, grade-all, autograder
 
     grader_cli.add_commands(commands)

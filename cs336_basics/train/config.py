@@ -65,6 +65,7 @@ class TrainConfig:
     device: str = "auto"  # auto: cuda, else mps, else cpu
     dtype: str = "auto"  # auto: bfloat16 autocast on CUDA with bf16 support, else float32; or float32 / bfloat16
     threads: int = 0  # torch.set_num_threads; 0: PyTorch's default (one per core)
+    peak_flops: float = 0.0  # one process's peak FLOP/s for MFU; 0: measured at the start by a matmul benchmark
     seed: int = 0
     progress: bool = True  # the progress bar (rank 0)
 
@@ -107,6 +108,8 @@ class TrainConfig:
             raise ValueError(f"max_grad_norm must be > 0, got {self.max_grad_norm!r}")
         if not isinstance(self.threads, int) or self.threads < 0:
             raise ValueError(f"threads must be an integer >= 0 (0: PyTorch's default), got {self.threads!r}")
+        if not self.peak_flops >= 0:
+            raise ValueError(f"peak_flops must be >= 0 (0: measured), got {self.peak_flops!r}")
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"dtype must be auto, float32 or bfloat16, got {self.dtype!r}")
         if not self.diverge_loss >= 0:

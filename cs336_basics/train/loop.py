@@ -29,6 +29,7 @@ from cs336_basics.nn.modules import TransformerLM
 from cs336_basics.optim import AdamW, get_lr_cosine_schedule, gradient_clipping
 from cs336_basics.serialization import load_checkpoint, read_checkpoint, save_checkpoint
 from cs336_basics.train import metrics as M
+from cs336_basics.train import mfu as U
 from cs336_basics.train import tokens as T
 from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml
 
@@ -185,6 +186,8 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
 
         bar = tqdm(total=config.max_steps, initial=start, unit="step", dynamic_ncols=True, smoothing=0.1)
     tokens_per_step = config.batch_size * config.context_length
+    peak = world * (config.peak_flops or U.measure_peak_flops(device, dtype or torch.float32))
+    flops_per_token = U.model_flops_per_token(config.model_config())
     t0, c0, last = time.perf_counter(), time.process_time(), (start, time.perf_counter())
     record: dict = {"step": start}
     for step in range(start, config.max_steps):
@@ -212,6 +215,7 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
             last = (done, now)
             record = {"step": done, "train_loss": float(value), "lr": lr, "grad_norm": float(grad_norm),
                       "tokens": done * tokens_per_step, "tokens_per_s": round(speed, 1),
+                      **U.utilisation(speed, flops_per_token, peak), "peak_flops_per_s": float(f"{peak:.4g}"),
                       "time_s": round(offset["time_s"] + now - t0, 3),
                       "cpu_s": round(offset["cpu_s"] + time.process_time() - c0, 3)}  # fmt: skip
             diverged = not record["train_loss"] <= config.loss_bound  # NaN too
@@ -223,7 +227,9 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
                     f"{config.loss_bound:.4g}: the run diverged (lower max_lr?); metrics.jsonl marks it"
                 )
             if bar is not None:
-                bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{speed:.0f}", refresh=False)
+                bar.set_postfix(
+                    loss=f"{record['train_loss']:.3f}", tok_s=f"{speed:.0f}", mfu=f"{record['mfu']:.1%}", refresh=False
+                )
         if rank == 0 and (done % config.eval_interval == 0 or last_step):
             valid = evaluate(model, valid_tokens, config, device, autocast)
             record = {**record, "valid_loss": valid}

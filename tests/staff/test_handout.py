@@ -294,7 +294,7 @@ def test_handout_cli_offers_the_student_commands(handout):
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    assert "{status,submit,generate,train,sweep,compare}" in done.stdout
+    assert "{status,submit,generate,train,sweep,compare,evaluate,account,tokenizer-stats}" in done.stdout
     scripts = tomllib.loads((handout / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"cs336": "cs336_basics.cli:main"}
 

@@ -47,6 +47,7 @@ from cs336_basics.staff.grader import protocol, sandbox
 from cs336_basics.staff.grader.cases import GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.fresh import fresh_public_fixtures
+from cs336_basics.staff.grader.leaderboard import Entry, evaluate_entry
 from cs336_basics.staff.grader.runner import ComponentRun, Runner, WorkerCannotStart, read_worker_file
 from cs336_basics.staff.grader.sanitize import clean, hide_paths
 from cs336_basics.staff.grader.static_check import Finding, check_package
@@ -76,6 +77,7 @@ class GradeReport:
     review: list[Finding] = field(default_factory=list)  # for staff: static_check's findings, no points
     isolation: dict = field(default_factory=dict)  # for staff: preflight.statement(): level, held, missing
     grader_problems: list[str] = field(default_factory=list)  # cases not graded through the grader's fault (awarded)
+    leaderboard: Entry | None = None  # the leaderboard entry's evaluation (grader/leaderboard.py)
 
     @property
     def score(self) -> float:
@@ -296,6 +298,7 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     report.results = _score(cases, config.points, verdicts)
+    report.leaderboard = evaluate_entry(Path(submission), config, budget_end, report.notes)
     report.seconds = time.monotonic() - start
     return report
 

@@ -93,6 +93,8 @@ def to_gradescope(report: GradeReport) -> dict:
             f"{len(report.grader_problems)} test(s) could not run because the autograder itself ran out of "
             f"memory; their points are not taken from you, and course staff will regrade.\n{output}"
         )
+    if report.leaderboard is not None:
+        output = f"{output}\n{report.leaderboard.message}"
     data = {
         "score": sum(t["score"] for t in tests),  # exact: binary fractions
         "output": output,
@@ -101,6 +103,8 @@ def to_gradescope(report: GradeReport) -> dict:
         "extra_data": {"isolation": report.isolation, "not_graded_grader_out_of_memory": report.grader_problems},
         "tests": tests,
     }
+    if report.leaderboard is not None and report.leaderboard.gradescope() is not None:
+        data["leaderboard"] = report.leaderboard.gradescope()
     if report.review:
         lines = [clean(str(f), MAX_REVIEW_CHARS) for f in report.review]
         data["extra_data"]["review"] = lines
@@ -164,6 +168,8 @@ def summary_table(report: GradeReport) -> str:
     lines.append(f"{'total':<32} {report.score:>6.2f}/{report.max_score:<6g}  ({report.seconds:.1f} s)")
     if (why := cannot_grade(report)) is not None:
         lines.append(f"not graded: {why}")
+    if report.leaderboard is not None:
+        lines.append(clean(report.leaderboard.message, 300).splitlines()[0])
     if report.review:
         lines.append(f"staff review: {len(report.review)} line(s) flagged by the static check (no points taken):")
         lines += [f"  {clean(str(f), MAX_REVIEW_CHARS)}" for f in report.review]

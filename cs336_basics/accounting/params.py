@@ -1,0 +1,27 @@
+"""Parameters of a TransformerLM by part, from its configuration: the token embedding V d; per
+layer two RMSNorm gains 2 d, attention d (d + 2 d_kv) + d d (Q, K, V, output; d_kv = num_kv_heads
+d_head) and the SwiGLU FFN 3 d d_ff (W1, W2, W3); the final RMSNorm d; the LM head V d unless
+tied to the embedding. RoPE has no parameters."""
+
+from cs336_basics.nn.modules.transformer_lm import TransformerLMConfig
+
+
+def kv_width(c: TransformerLMConfig) -> int:
+    """d_kv: the width of the keys (and values), num_kv_heads x d_head."""
+    return (c.num_kv_heads or c.num_heads) * (c.d_model // c.num_heads)
+
+
+def parameters_by_part(c: TransformerLMConfig) -> dict[str, int]:
+    """{"embedding", "attention", "ffn", "norms", "lm_head"}: parameter counts over all layers."""
+    d, L = c.d_model, c.num_layers
+    return {
+        "embedding": c.vocab_size * d,
+        "attention": L * (2 * d * d + 2 * d * kv_width(c)),
+        "ffn": L * 3 * d * c.d_ff,
+        "norms": (2 * L + 1) * d,
+        "lm_head": 0 if c.tie_embeddings else c.vocab_size * d,
+    }
+
+
+def parameter_count(c: TransformerLMConfig) -> int:
+    return sum(parameters_by_part(c).values())
