@@ -97,8 +97,17 @@ STUDENT = {
                         state["m"] = state.get("m", torch.zeros_like(p)) * 0.9 + p.grad
                         p.sub_(group["lr"] * state["m"])
 
+        class Double(torch.autograd.Function):  # as the tensor-parallel comm operators are written
+            @staticmethod
+            def forward(ctx, x):
+                return 2 * x
+
+            @staticmethod
+            def backward(ctx, g):
+                return 2 * g
+
         def correct_code(path):
-            x = Scale()(torch.ones(3))
+            x = Scale()(Double.apply(torch.ones(3)))
             y = einops.rearrange(torch.arange(6.0), "(a b) -> b a", a=2)
             words = Counter(m.group() for m in regex.finditer(r"\\p{L}+", "a bb a"))
             heap = []
