@@ -18,6 +18,7 @@ protocol.py      the files, progress lines and metadata keys a worker and the gr
 sanitize.py      worker text made plain, short and free of host paths before anyone sees it
 report.py        Gradescope results.json and the console table
 gradebook.py     grade a directory of submissions in parallel; CSV gradebook
+leaderboard.py   the leaderboard entry evaluated in the sandbox (nats/token, bits/byte)
 spreadsheet.py   a gradebook cell a spreadsheet shows as text, never runs as a formula
 autograder.py    the Gradescope bundle (setup.sh, run_autograder)
 """
