@@ -4,7 +4,6 @@ loss (thin lines, same colour) against the step and against wall-clock minutes, 
 by the settings in which the runs differ. One Markdown table (PREFIX.md, also printed): final and
 best validation loss, steps done, tokens per second, wall and CPU time, diverged or not."""
 
-import io
 import os
 import sys
 from dataclasses import dataclass, fields
@@ -107,13 +106,7 @@ def figure(runs: list[Run], names: list[str]) -> bytes:
     axes[0].set_ylabel("loss (nats/token): validation o-, training thin")
     if axes[1].get_legend_handles_labels()[0]:
         axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    png = io.BytesIO()
-    try:
-        fig.savefig(png, format="png")
-    finally:
-        plt.close(fig)
-    return png.getvalue()
+    return M.png_of(fig)
 
 
 def add_command(commands) -> None:

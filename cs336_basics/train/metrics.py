@@ -29,6 +29,19 @@ def append_metrics(run_dir: Path, record: dict) -> None:
         f.write(json.dumps(record) + "\n")
 
 
+def png_of(fig) -> bytes:
+    """A matplotlib figure as PNG bytes, laid out tight; the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    png = io.BytesIO()
+    try:
+        fig.savefig(png, format="png")
+    finally:
+        plt.close(fig)
+    return png.getvalue()
+
+
 def plot_losses(run_dir: Path, title: str = "") -> None:
     """loss.png: training and validation loss against the step, from metrics.jsonl."""
     import matplotlib
@@ -49,10 +62,4 @@ def plot_losses(run_dir: Path, title: str = "") -> None:
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    png = io.BytesIO()
-    try:
-        fig.savefig(png, format="png")
-    finally:
-        plt.close(fig)
-    write_atomic(run_dir / PLOT, png.getvalue())
+    write_atomic(run_dir / PLOT, png_of(fig))
