@@ -44,6 +44,7 @@ RULE = MappingProxyType(
         "torch.nn.parameter": ALLOWED,
         "torch.nn.modules.module": ALLOWED,
         "torch.nn.modules.container": ALLOWED,
+        "torch.nn.modules.linear.Identity": ALLOWED,  # computes nothing: a removed layer's stand-in
         "torch.nn.init": ALLOWED,
         "torch.nn.functional": ALLOWED,  # elementary forms; the banned ones: BANNED, per component
         "torch.optim": FORBIDDEN,  # optimizers, their functional forms, lr_scheduler

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from cs336_basics import REPO
+from cs336_basics import REPO, call_rule
 from cs336_basics.builtin_guard import CallRecorder, forbidden_calls
 from cs336_basics.nn.parallel import comm
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV, launch, recording_ranks
@@ -52,7 +52,10 @@ def test_parallel_launch_recording_ranks_brings_back_every_rank_s_calls(dispatch
     with recording_ranks(functools.partial(CallRecorder, dispatch)) as ranks:
         assert launch(_rank_calls_f_linear, 2) == [24.0, 24.0]
     assert ranks.started == ranks.recorded == 2
-    assert forbidden_calls("parallel", ranks.calls) == (["F.linear", "aten.linear"] if dispatch else ["F.linear"])
+    # the built-ins each rank called; the call rule also records launch.py (in the package) calling
+    # this test's function, a module outside it: not what this test is about
+    builtins = [c for c in forbidden_calls("parallel", ranks.calls) if call_rule.callee_of(c) is None]
+    assert builtins == (["F.linear", "aten.linear"] if dispatch else ["F.linear"])
     assert (ranks.operators > 0) == dispatch
 
 
