@@ -837,7 +837,7 @@ def test_grader_results_json_lists_every_test_with_max_score(graded, name):
     assert sum(t["max_score"] for t in data["tests"]) == CONFIG.max_score  # exactly: binary fractions
     assert data["score"] == sum(t["score"] for t in data["tests"])
     assert abs(data["score"] - graded[name].score) <= len(cases) / 1024  # each share rounded once
-    for test, case in zip(data["tests"], cases, strict=True):
+    for test, case in zip(graded_tests, cases, strict=True):
         assert test["visibility"] == ("after_published" if case.hidden else "visible")
         assert test["status"] == ("passed" if test["score"] == test["max_score"] else "failed")
         assert test["output"]
