@@ -16,12 +16,18 @@ caller is the student's code (skipping FORWARDERS, decorator wrappers that only 
 and its callee is not allowed by RULE; each such call is recorded as "<callee> at <file>:<line>:
 <source line>", the student's line that made it. Which component may make it is decided later,
 by builtin_guard.forbidden_calls, with `allowed_in`. C methods are judged by their object's type.
+Code the garbage collector runs is not a call the student made: a collection can start at any
+allocation of the student's code, and the finalizers it runs (a library's abandoned generator
+closed, a `__del__`) enter with the student's frame as their caller. While a collection runs,
+those outermost finalizer frames are skipped; what they call is judged as always. The collection
+callback checks that a real collection ran (gc's own count), so calling it by hand is recorded.
 Not seen: functions compiled by Cython (numpy.random's), which make no profile event on
 Python 3.11, and code the student builds at run time with globals of its own (exec); the static
 check (staff/grader/static_check.py) names both for staff review.
 """
 
 import functools
+import gc
 import linecache
 import os
 import sys
@@ -39,6 +45,7 @@ RULE = MappingProxyType(
         "builtins": ALLOWED,
         "sys.setprofile": FORBIDDEN,  # the hook that records these calls
         "threading.setprofile": FORBIDDEN,
+        "gc.callbacks": FORBIDDEN,  # the recorder's collection callback, if the student's code calls it
         "torch": ALLOWED,  # elementary tensor operations; the built-ins a component may not call: BANNED
         "torch.nn": FORBIDDEN,  # layers, losses, torch.nn.utils (clip_grad_norm_, ...)
         "torch.nn.parameter": ALLOWED,
@@ -198,10 +205,13 @@ class LibraryCallTracer:
         self._forbidden_codes: dict = {}  # code object -> the forbidden callee's name
         self._modules: dict = {}  # filename -> the dotted module it is
         self._previous = None
+        self._interrupted = None  # while a collection runs: the frame it interrupted
+        self._collections = 0  # gc's count of collections when the running one started
         self.hook: Callable = self._make_hook()
 
     def __enter__(self) -> "LibraryCallTracer":
         self._previous = sys.getprofile()
+        gc.callbacks.append(self._on_collection)
         sys.setprofile(self.hook)
         return self
 
@@ -211,6 +221,26 @@ class LibraryCallTracer:
 
     def __exit__(self, *exc) -> None:
         sys.setprofile(self._previous)
+        if self._on_collection in gc.callbacks:
+            gc.callbacks.remove(self._on_collection)
+        if self._interrupted is not None:  # a "start" no collection ended
+            self._forged(self._interrupted)
+
+    def _on_collection(self, phase: str, info: dict) -> None:
+        """gc's callback: remember the frame a collection interrupted, until it stops. A start within
+        a collection, or a stop after none, did not come from gc: the student's code called it."""
+        collections = sum(g["collections"] for g in gc.get_stats())
+        caller = sys._getframe(1)
+        if phase == "start" and self._interrupted is None:
+            self._interrupted, self._collections = caller, collections
+        elif phase == "stop" and self._interrupted is not None and collections == self._collections + 1:
+            self._interrupted = None
+        else:
+            self._forged(caller)
+            self._interrupted = None
+
+    def _forged(self, frame) -> None:
+        self.calls.add(f"gc.callbacks at {self._where(frame)}"[:RECORD_CHARS])
 
     def _file(self, filename: str) -> tuple[str | None, bool]:
         found = self._files.get(filename)
@@ -321,6 +351,8 @@ class LibraryCallTracer:
             return
         if "<locals>" not in code.co_qualname:  # a decorator's wrapper names what it wraps: each time
             self._forbidden_codes[code] = callee
+        if self._interrupted is not None and frame.f_back is self._interrupted:
+            return  # a finalizer the garbage collector runs, not a call of the interrupted code
         caller = self._caller(frame)
         if caller is not None and self._is_students(caller):
             self.calls.add(f"{callee[:200]} at {self._where(caller)}"[:RECORD_CHARS])

@@ -1,8 +1,9 @@
 """The call rule (cs336_basics/call_rule.py) on routes no list names: a made-up package on
 sys.path, calls through functools.partial, a lambda and map, a helper module of the student's
-package, code built at run time in it, a subclass of a torch optimizer; and the calls correct
-code makes (Module, Parameter, torch.nn.init, einops, regex, np.memmap, collections, heapq, the
-Optimizer base class), which it leaves alone."""
+package, code built at run time in it, a subclass of a torch optimizer, a finalizer of its own;
+and the calls correct code makes (Module, Parameter, torch.nn.init, einops, regex, np.memmap,
+collections, heapq, the Optimizer base class) or a garbage collection makes in it (a library's
+abandoned generator closed), which it leaves alone."""
 
 import importlib
 import sys
@@ -16,6 +17,23 @@ from cs336_basics.builtin_guard import CallRecorder, RecordingTampered, explain,
 from cs336_basics.staff.grader.static_check import findings_of
 
 MADE_UP_LIBRARY = """
+CLOSED = []
+
+
+def numbers():
+    try:
+        yield 1
+        yield 2
+    finally:
+        CLOSED.append("closed")
+
+
+class Holder:  # a cycle: only the garbage collector frees it, and closes its generator then
+    def __init__(self):
+        self.me, self.gen = self, numbers()
+        next(self.gen)
+
+
 def clip_norm(grads, max_norm, eps=1e-6):
     norm = sum(float((g * g).sum()) for g in grads) ** 0.5
     if norm > max_norm:
@@ -34,6 +52,7 @@ STUDENT = {
     """,
     "routes.py": """
         import functools
+        import gc
 
         import einops
         import numpy as np
@@ -71,6 +90,26 @@ STUDENT = {
             OPTIMIZER[0].step()
 
         OPTIMIZER = []
+
+        def allocates_while_a_library_generator_is_collected(holders):
+            holders.clear()  # a library's generator, abandoned half-run in a cycle: collected below
+            return [list(range(3)) for _ in range(50_000)]
+
+        class CallsALibraryWhenCollected:
+            def __init__(self):
+                self.me = self
+
+            def __del__(self):
+                made_up_clipping.clip_norm([torch.ones(3)], 1.0)
+
+        def calls_a_library_from_its_own_finalizer():
+            CallsALibraryWhenCollected()
+            gc.collect()
+
+        def calls_the_collection_callback_by_hand():
+            for callback in list(gc.callbacks):
+                callback("start", {})
+            return made_up_clipping.clip_norm([torch.ones(3)], 1.0)
 
         def numpy_random(n):
             return np.random.default_rng(0).integers(0, n, 4)
@@ -196,6 +235,24 @@ def test_call_rule_message_names_the_call_its_line_and_the_rule(student):
     message = explain("gradient_clipping", found)
     assert "torch.nn.utils.clip_grad.clip_grad_norm_ at student_pkg/helper.py:5: return torch.nn.utils" in message
     assert "README.md" in message
+
+
+def test_call_rule_ignores_a_library_generator_the_garbage_collector_closes_in_the_students_code(student):
+    library = sys.modules["made_up_clipping"]
+    library.CLOSED.clear()
+    holders = [library.Holder()]  # made before the component runs, as pytest's -k expression is
+    assert forbidden(student, "allocates_while_a_library_generator_is_collected", holders) == []
+    assert library.CLOSED == ["closed"]  # the collector closed it while the student's code ran
+
+
+def test_call_rule_sees_a_library_call_from_the_students_own_finalizer(student):
+    found = forbidden(student, "calls_a_library_from_its_own_finalizer")
+    assert [f.split(" at ")[0] for f in found] == ["made_up_clipping.clip_norm"], found
+
+
+def test_call_rule_records_the_collection_callback_called_by_hand(student):
+    found = forbidden(student, "calls_the_collection_callback_by_hand")  # then calls the library: failed anyway
+    assert any(f.startswith("gc.callbacks at student_pkg/routes.py:") for f in found), found
 
 
 def test_call_rule_leaves_modules_parameters_init_einops_regex_memmap_and_optimizer_base_alone(student, tmp_path):
