@@ -23,7 +23,6 @@ are published (visibility `after_published`). Never shown: the exception's type 
 ones, 6 more bits before), the kind of wrong output, anything the code printed.
 """
 
-import functools
 import json
 import math
 import os
@@ -42,10 +41,11 @@ import torch
 
 from cs336_basics import REPO
 from cs336_basics.builtin_guard import explain, forbidden_calls
-from cs336_basics.fixture_io import Fixture, load_fixture
+from cs336_basics.fixture_io import Fixture
 from cs336_basics.staff.grader import protocol, sandbox
 from cs336_basics.staff.grader.cases import GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
+from cs336_basics.staff.grader.fixtures import load_fixture
 from cs336_basics.staff.grader.fresh import fresh_public_fixtures
 from cs336_basics.staff.grader.leaderboard import Entry, evaluate_entry
 from cs336_basics.staff.grader.runner import ComponentRun, Runner, WorkerCannotStart, read_worker_file
@@ -232,16 +232,10 @@ def _write_inputs(inputs: Path, cases: list[GradedCase], fixtures: dict[str, Fix
         os.chmod(inputs / protocol.input_file(case.name), 0o644)
 
 
-@functools.lru_cache(maxsize=1024)
-def _load_fixture(path: Path, mtime_ns: int) -> Fixture:
-    """One fixture file, read once per version (grade-all grades many submissions against it)."""
-    return load_fixture(path.stem, path.parent)
-
-
 def _load_fixtures(cases: list[GradedCase]) -> dict[str, Fixture]:
     fixtures = {}
     for case in cases:
-        fx = _load_fixture(case.path, case.path.stat().st_mtime_ns)
+        fx = load_fixture(case.path)
         if fx.component != case.component:
             raise ValueError(f"fixture {case.path} is for component {fx.component!r}, graded as {case.component!r}")
         fixtures[case.name] = fx

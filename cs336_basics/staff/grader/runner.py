@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics.staff.grader import cgroup, protocol, sandbox
+from cs336_basics.staff.grader.fixtures import has_read_expected_values
 from cs336_basics.staff.grader.sanitize import clean, decode, hide_paths
 from cs336_basics.staff.grader.worker import WorkerJob, main, worker_batch
 
@@ -56,9 +57,7 @@ def start_forkserver(fork_from_here: bool = False) -> None:
     start) and runs no other thread; otherwise the fresh interpreter is started."""
     from multiprocessing import forkserver, util
 
-    from cs336_basics.staff.grader import grade
-
-    if not fork_from_here or threading.active_count() > 1 or grade._load_fixture.cache_info().currsize:
+    if not fork_from_here or threading.active_count() > 1 or has_read_expected_values():
         forkserver.ensure_running()
         return
     for module in PRELOAD:
