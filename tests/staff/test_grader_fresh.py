@@ -10,26 +10,28 @@ from cs336_basics.staff.grader import fresh
 STORED = load_fixture("generate_until_context_full")  # four generated ids, not all 0
 
 
-def zeros_for_any_draw(adapter, args):
-    return torch.zeros(4, dtype=torch.float64)
+ONLY_ZEROS_SEED = 10008  # the reference generates 0, 0, 0, 0 on this draw
 
 
-def test_grader_fresh_draw_is_kept_when_zeros_fail_it():
+def test_grader_fresh_zeros_fail_the_stored_fixture():
     assert not fresh._passes_zeros(STORED.expected, STORED)
-    drawn = fresh.fresh_fixture(STORED, seed=1)
+
+
+def test_grader_fresh_draw_that_zeros_pass_is_drawn_again():
+    inputs = fresh._draw(STORED.name, ONLY_ZEROS_SEED)
+    assert not fresh.expected_output("run_generate", inputs).any()
+    assert fresh.fresh_fixture(STORED, seed=ONLY_ZEROS_SEED) is None
+
+
+def test_grader_fresh_draw_that_zeros_fail_is_kept():
+    drawn = fresh.fresh_fixture(STORED, seed=ONLY_ZEROS_SEED + 1)
     assert drawn is not None and not fresh._passes_zeros(drawn.expected, drawn)
 
 
-def test_grader_fresh_draw_that_zeros_pass_is_drawn_again(monkeypatch):
-    monkeypatch.setattr(fresh, "expected_output", zeros_for_any_draw)
-    assert fresh.fresh_fixture(STORED, seed=1) is None
-
-
-def test_grader_fresh_draw_that_zeros_pass_is_kept_when_they_pass_the_stored_fixture(monkeypatch):
+def test_grader_fresh_draw_that_zeros_pass_is_kept_when_they_pass_the_stored_fixture():
     zeros = fresh.Fixture(**{**vars(STORED), "expected": torch.zeros_like(STORED.expected)})
-    monkeypatch.setattr(fresh, "expected_output", zeros_for_any_draw)
-    monkeypatch.setattr(fresh, "compare", lambda *a, **k: type("Ok", (), {"ok": True})())
-    assert fresh.fresh_fixture(zeros, seed=1) is not None
+    assert fresh._passes_zeros(zeros.expected, zeros)
+    assert fresh.fresh_fixture(zeros, seed=ONLY_ZEROS_SEED) is not None
 
 
 def test_grader_fresh_draws_of_every_public_case_reject_zeros_where_the_stored_fixture_does():
