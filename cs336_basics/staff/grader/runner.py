@@ -183,6 +183,34 @@ def _exit_text(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+class MemoryLedger:
+    """The container memory promised to the live workers' groups of this grader process (grade-all
+    grades several submissions at once): a group gets at most what the container has left, less
+    CONTAINER_SLACK_MB and the other groups' promises, so that the groups run out before the
+    container does. A group not inside that room (the 64 MB floor) makes no promise of that kind,
+    so a container OOM under it is never awarded (Runner._container_ran_out)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._promised: dict[int, int] = {}
+
+    def promise(self, key: int, free_bytes: int, want_mb: int) -> tuple[int, bool]:
+        """(MB for the group of worker `key`, whether it is inside the container's room)."""
+        with self._lock:
+            others = sum(mb for k, mb in self._promised.items() if k != key)
+            room = free_bytes // 2**20 - CONTAINER_SLACK_MB - others
+            mb = max(64, min(want_mb, room))
+            self._promised[key] = mb
+            return mb, mb <= room
+
+    def release(self, key: int) -> None:
+        with self._lock:
+            self._promised.pop(key, None)
+
+
+LEDGER = MemoryLedger()
+
+
 # stop_reason(): why a watched worker stops
 FINISHED = "finished"  # every component of its plan reported done
 DEAD = "dead"  # it ended before that (an exit, a crash, a kill: out of memory among them)
@@ -330,8 +358,9 @@ class Runner:
         self.cgroup, self.oom_before, self.resident_mb = None, cgroup.oom_kills(), limits.resident_mb
         self.cgroup_capped = False
         machine, held = cgroup.machine_memory()
-        if machine is not None:  # a container's limit: the worker's group must run out before the container does
-            self.resident_mb = max(64, min(limits.resident_mb, (machine - held) // 2**20 - CONTAINER_SLACK_MB))
+        inside = False  # the worker's group fits in what the container has left: it runs out first
+        if machine is not None:
+            self.resident_mb, inside = LEDGER.promise(id(self), machine - held, limits.resident_mb)
             if self.resident_mb < limits.resident_mb:
                 self.notes.append(
                     f"the container's memory limit ({machine / 2**20:.0f} MB) leaves a worker "
@@ -340,7 +369,7 @@ class Runner:
         if self.spec.isolate and sandbox.is_root():
             try:
                 self.cgroup = cgroup.create(self.resident_mb, limits.processes, limits.cpus, limits.socket_mb)
-                self.cgroup_capped = machine is not None
+                self.cgroup_capped = inside
             except OSError as e:
                 self.notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
         cpu = int(limits.startup_s + limits.cpu_per_component_s * len(plan)) + 5  # RLIMIT_CPU: each process's backstop
@@ -461,6 +490,7 @@ class Runner:
         sandbox.kill_group(w.process.pid)
         sandbox.kill_user(self.spec.uid)
         w.process.join(5)
+        LEDGER.release(id(self))  # its processes are gone: the memory is the container's again
         w.tail.close()
         self.log_bytes = max(self.log_bytes, w.tail.total)
         if self.cgroup is not None:
