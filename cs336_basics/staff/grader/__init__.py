@@ -4,6 +4,7 @@ cli.py           the subcommands
 config.py        grading.toml: points per component, limits
 cases.py         the graded cases (public and hidden) of the registry, with their fixtures' tolerances
 grade.py         grade one submission: prepare, run, compare (in the grader), score
+fixtures.py      fixtures read in the grader's process, and the flag that it has read expected values
 submission.py    find and copy the submission's package; safe zip extraction
 fresh.py         public cases drawn anew, with a seed the student never sees
 static_check.py  the lines of a submission's source flagged for staff review

@@ -4,8 +4,9 @@ for the graded components, each with the tolerance stored in its fixture file.""
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
+from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names
 from cs336_basics.staff.cases import HIDDEN_FIXTURES_DIR, cases_of
+from cs336_basics.staff.grader.fixtures import load_fixture
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def graded_cases(
                 )
             for name in declared:
                 path = directory / f"{name}.safetensors"
-                graded.append(GradedCase(name, component, hidden, load_fixture(name, directory).tol, path))
+                graded.append(GradedCase(name, component, hidden, load_fixture(path).tol, path))
     if not graded:
         raise ValueError(f"no graded cases for components {components}")
     return graded

@@ -23,7 +23,6 @@ are published (visibility `after_published`). Never shown: the exception's type 
 ones, 6 more bits before), the kind of wrong output, anything the code printed.
 """
 
-import functools
 import json
 import math
 import os
@@ -42,10 +41,11 @@ import torch
 
 from cs336_basics import REPO
 from cs336_basics.builtin_guard import explain, forbidden_calls
-from cs336_basics.fixture_io import Fixture, load_fixture
+from cs336_basics.fixture_io import Fixture
 from cs336_basics.staff.grader import protocol, sandbox
 from cs336_basics.staff.grader.cases import GradedCase, graded_cases
 from cs336_basics.staff.grader.config import GradingConfig, load_config
+from cs336_basics.staff.grader.fixtures import load_fixture
 from cs336_basics.staff.grader.fresh import fresh_public_fixtures
 from cs336_basics.staff.grader.leaderboard import Entry, evaluate_entry
 from cs336_basics.staff.grader.runner import ComponentRun, Runner, WorkerCannotStart, read_worker_file
@@ -232,16 +232,10 @@ def _write_inputs(inputs: Path, cases: list[GradedCase], fixtures: dict[str, Fix
         os.chmod(inputs / protocol.input_file(case.name), 0o644)
 
 
-@functools.lru_cache(maxsize=1024)
-def _load_fixture(path: Path, mtime_ns: int) -> Fixture:
-    """One fixture file, read once per version (grade-all grades many submissions against it)."""
-    return load_fixture(path.stem, path.parent)
-
-
 def _load_fixtures(cases: list[GradedCase]) -> dict[str, Fixture]:
     fixtures = {}
     for case in cases:
-        fx = _load_fixture(case.path, case.path.stat().st_mtime_ns)
+        fx = load_fixture(case.path)
         if fx.component != case.component:
             raise ValueError(f"fixture {case.path} is for component {fx.component!r}, graded as {case.component!r}")
         fixtures[case.name] = fx
@@ -330,44 +324,11 @@ def _run(
         name = "hidden" if hidden else "public"
         if hidden:
             _write_inputs(root / "inputs", part, fixtures)
-        (root / name).mkdir(mode=0o755)
-        new_root = (
-            root.parent / f"new-root-{name}"
-        )  # where the worker's private root is mounted (in its namespace only)
-        new_root.mkdir(mode=0o755)
-        spec = sandbox.plan(root, root, new_root, config.limits, config.isolate)
-        runner = Runner(
-            root / name,
-            private,
-            root / "code",
-            root / "inputs",
-            spec,
-            reveal=not hidden,
-            starts_processes=config.starts_processes,
-        )
-        plan = [
-            (comp, [(c.name, fixtures[c.name].adapter) for c in part if c.component == comp])
-            for comp in config.components
-        ]
-        plan = [p for p in plan if p[1]]
+        runner, spec = _pass_runner(root, private, name, config, reveal=not hidden)
+        plan = _plan(part, fixtures, config.components)
         try:
             runs = runner.run(plan, budget_end)
-            deadline = time.thread_time() + config.limits.judge_s  # this thread's CPU time: load does not count
-            for c in part:
-                if runs[c.component].grader_out_of_memory:  # the container's fault, not the student's: not docked
-                    verdicts[c.name] = (True, runs[c.component].message)
-                    report.grader_problems.append(c.name)
-                    continue
-                verdicts[c.name] = (
-                    _judge_safely(
-                        c, fixtures[c.name], runs[c.component], spec.uid, config.limits.memory_mb, root / "code"
-                    )
-                    if time.thread_time() < deadline
-                    else (
-                        False,
-                        f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out",
-                    )
-                )
+            verdicts |= _judge_pass(part, fixtures, runs, spec.uid, config, root / "code", report)
         except WorkerCannotStart:
             raise  # no worker can run here: nothing is graded, nobody is docked
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
@@ -388,4 +349,53 @@ def _run(
         f"{workers} grading process(es) started; CPU seconds per component: "
         + ", ".join(f"{c} {t:.2f}" for c, t in seconds.items())
     )
+    return verdicts
+
+
+def _pass_runner(
+    root: Path, private: Path, name: str, config: GradingConfig, reveal: bool
+) -> tuple[Runner, sandbox.SandboxSpec]:
+    """The Runner of one pass ("public" or "hidden"): its workers' homes under root/name, their
+    private root mounted at new-root-<name> (in their namespace only)."""
+    (root / name).mkdir(mode=0o755)
+    new_root = root.parent / f"new-root-{name}"
+    new_root.mkdir(mode=0o755)
+    spec = sandbox.plan(root, root, new_root, config.limits, config.isolate)
+    runner = Runner(
+        root / name,
+        private,
+        root / "code",
+        root / "inputs",
+        spec,
+        reveal=reveal,
+        starts_processes=config.starts_processes,
+    )
+    return runner, spec
+
+
+def _plan(part: list[GradedCase], fixtures, components: list[str]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """[(component, [(case, adapter), ...]), ...] in the configured order, components without a case left out."""
+    plan = [(comp, [(c.name, fixtures[c.name].adapter) for c in part if c.component == comp]) for comp in components]
+    return [p for p in plan if p[1]]
+
+
+def _judge_pass(
+    part: list[GradedCase], fixtures, runs: dict[str, ComponentRun], uid, config: GradingConfig, code: Path, report
+) -> dict[str, tuple[bool, str]]:
+    """Each case's verdict: awarded if the container ran out of memory under its component (the
+    grader's fault, listed in report.grader_problems), else judged within limits.judge_s of this
+    thread's CPU time (load does not count)."""
+    verdicts = {}
+    deadline = time.thread_time() + config.limits.judge_s
+    for c in part:
+        if runs[c.component].grader_out_of_memory:  # the container's fault, not the student's: not docked
+            verdicts[c.name] = (True, runs[c.component].message)
+            report.grader_problems.append(c.name)
+        elif time.thread_time() < deadline:
+            verdicts[c.name] = _judge_safely(c, fixtures[c.name], runs[c.component], uid, config.limits.memory_mb, code)
+        else:
+            verdicts[c.name] = (
+                False,
+                f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out",
+            )
     return verdicts

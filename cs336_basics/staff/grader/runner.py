@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics.staff.grader import cgroup, protocol, sandbox
+from cs336_basics.staff.grader.fixtures import has_read_expected_values
 from cs336_basics.staff.grader.sanitize import clean, decode, hide_paths
 from cs336_basics.staff.grader.worker import WorkerJob, main, worker_batch
 
@@ -56,9 +57,7 @@ def start_forkserver(fork_from_here: bool = False) -> None:
     start) and runs no other thread; otherwise the fresh interpreter is started."""
     from multiprocessing import forkserver, util
 
-    from cs336_basics.staff.grader import grade
-
-    if not fork_from_here or threading.active_count() > 1 or grade._load_fixture.cache_info().currsize:
+    if not fork_from_here or threading.active_count() > 1 or has_read_expected_values():
         forkserver.ensure_running()
         return
     for module in PRELOAD:
@@ -184,6 +183,92 @@ def _exit_text(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+class MemoryLedger:
+    """The container memory promised to the live workers' groups of this grader process (grade-all
+    grades several submissions at once): a group gets at most what the container has left, less
+    CONTAINER_SLACK_MB and the other groups' promises, so that the groups run out before the
+    container does. A group not inside that room (the 64 MB floor) makes no promise of that kind,
+    so a container OOM under it is never awarded (Runner._container_ran_out)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._promised: dict[int, int] = {}
+
+    def promise(self, key: int, free_bytes: int, want_mb: int) -> tuple[int, bool]:
+        """(MB for the group of worker `key`, whether it is inside the container's room)."""
+        with self._lock:
+            others = sum(mb for k, mb in self._promised.items() if k != key)
+            room = free_bytes // 2**20 - CONTAINER_SLACK_MB - others
+            mb = max(64, min(want_mb, room))
+            self._promised[key] = mb
+            return mb, mb <= room
+
+    def release(self, key: int) -> None:
+        with self._lock:
+            self._promised.pop(key, None)
+
+
+LEDGER = MemoryLedger()
+
+
+# stop_reason(): why a watched worker stops
+FINISHED = "finished"  # every component of its plan reported done
+DEAD = "dead"  # it ended before that (an exit, a crash, a kill: out of memory among them)
+CPU = "cpu"  # the running phase used its CPU seconds
+WALL = "wall"  # the running phase outlived the wall-clock ceiling (a hang)
+BUDGET = "budget"  # the whole grading's time budget ran out
+
+
+@dataclass
+class Phase:
+    """What is being timed in a worker: its import, then each component in turn."""
+
+    cpu_start: float  # the worker's CPU seconds when the phase began
+    wall_start: float  # time.monotonic() then
+    cpu_limit: float  # Limits.startup_s for the import, Limits.cpu_per_component_s for a component
+    used: float = 0.0  # CPU seconds used in the phase, as last measured
+
+
+@dataclass
+class Watch:
+    """One worker as the runner watches it."""
+
+    process: multiprocessing.process.BaseProcess
+    home: Path  # its directory: progress, outputs
+    tail: "LogTail"
+    plan: list  # [(component, [(case, adapter), ...]), ...] in running order
+    network: bool
+    phase: Phase
+    runs: dict[str, ComponentRun] = dataclasses.field(default_factory=dict)  # the components it finished
+    alive: bool = True  # at the last poll
+    started: bool = False  # protocol.STARTED seen: the submission's code has run
+    ready: bool = False  # protocol.READY seen: imported, the components run
+    seen: int = 0  # progress lines read
+    polls: int = 0
+
+    def runs_left(self) -> bool:
+        return len(self.runs) < len(self.plan)
+
+    def running(self) -> str:
+        """The component the worker runs now (the first not finished)."""
+        return self.plan[len(self.runs)][0]
+
+    def stop_reason(self, limits, budget_end: float) -> str | None:
+        """FINISHED, DEAD, CPU, WALL or BUDGET (checked in that order), or None: keep watching."""
+        now = time.monotonic()
+        if not self.runs_left():
+            return FINISHED
+        if not self.alive:
+            return DEAD
+        if self.phase.used > self.phase.cpu_limit:
+            return CPU
+        if now - self.phase.wall_start > limits.wall_per_component_s:
+            return WALL
+        if now > budget_end:
+            return BUDGET
+        return None
+
+
 class Runner:
     """Runs components in order in as few workers as possible; see run()."""
 
@@ -273,8 +358,9 @@ class Runner:
         self.cgroup, self.oom_before, self.resident_mb = None, cgroup.oom_kills(), limits.resident_mb
         self.cgroup_capped = False
         machine, held = cgroup.machine_memory()
-        if machine is not None:  # a container's limit: the worker's group must run out before the container does
-            self.resident_mb = max(64, min(limits.resident_mb, (machine - held) // 2**20 - CONTAINER_SLACK_MB))
+        inside = False  # the worker's group fits in what the container has left: it runs out first
+        if machine is not None:
+            self.resident_mb, inside = LEDGER.promise(id(self), machine - held, limits.resident_mb)
             if self.resident_mb < limits.resident_mb:
                 self.notes.append(
                     f"the container's memory limit ({machine / 2**20:.0f} MB) leaves a worker "
@@ -283,7 +369,7 @@ class Runner:
         if self.spec.isolate and sandbox.is_root():
             try:
                 self.cgroup = cgroup.create(self.resident_mb, limits.processes, limits.cpus, limits.socket_mb)
-                self.cgroup_capped = machine is not None
+                self.cgroup_capped = inside
             except OSError as e:
                 self.notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
         cpu = int(limits.startup_s + limits.cpu_per_component_s * len(plan)) + 5  # RLIMIT_CPU: each process's backstop
@@ -311,107 +397,113 @@ class Runner:
 
     def _one_worker(self, plan, network: bool = False) -> dict[str, ComponentRun]:
         """Run plan's components in one worker until all are done or one fails; returns those decided."""
+        watch = self._start_watch(plan, network)
+        try:
+            return self._watch(watch)
+        finally:
+            self._stop(watch)
+
+    def _start_watch(self, plan, network: bool) -> "Watch":
+        """Phase 1: a fresh worker, its output FIFO opened before it starts, timed from its import."""
         self.workers += 1
-        limits = self.spec.limits
         home, log = self.root / f"work-{self.workers}", self.log_dir / f"worker-{self.workers}.log"
         tail = LogTail(log)
         process = self._start(plan, log, home, self._inputs(plan, self.workers), network)
-        runs: dict[str, ComponentRun] = {}
-        started, ready, seen, polls = False, False, 0, 0
-        phase_cpu, phase_wall, cpu_limit = 0.0, time.monotonic(), limits.startup_s  # the import, then each component
-        used = 0.0
-        try:
-            while len(runs) < len(plan):
-                process.join(POLL_S)
-                tail.drain()
-                alive = process.is_alive()
-                raw = read_worker_file(home / protocol.PROGRESS_FILE, self.spec.uid, limit=MAX_PROGRESS_BYTES)
-                lines = (raw or b"").decode(errors="replace").split("\n")
-                for line in (lines[:-1] if alive else lines)[seen:]:  # a live worker's last line may be partial
-                    seen += 1
-                    started = started or line == protocol.STARTED
-                    if line == protocol.GRADER_BROKEN and not started:
-                        raise WorkerCannotStart(self._grader_broken(home))
-                    if line == protocol.IMPORT_FAILED:
-                        written = read_worker_file(
-                            home / protocol.IMPORT_ERROR_FILE, self.spec.uid, limit=4 * protocol.ERROR_CHARS
-                        )
-                        error = clean(hide_paths(decode(written, protocol.ERROR_CHARS), self.code_dir))
-                        message = (
-                            "importing your cs336_basics package failed:\n" + error.strip()
-                            if self.reveal
-                            else "importing your cs336_basics package failed (the public tests show why)"
-                        )
-                        return {c: ComponentRun(False, message) for c, _ in plan}
-                    finished = ready and len(runs) < len(plan) and line == protocol.done(plan[len(runs)][0])
-                    if (line == protocol.READY and not ready) or finished:
-                        now_cpu = self._cpu(process)
-                        if finished:
-                            runs[plan[len(runs)][0]] = ComponentRun(True, home=home)
-                            self.seconds[plan[len(runs) - 1][0]] = now_cpu - phase_cpu
-                        else:
-                            self.seconds.setdefault("startup", now_cpu - phase_cpu)
-                            ready = True
-                            self.notes += self._sandbox_notes(home)
-                            self.notes.append(
-                                "sandbox: "
-                                + sandbox.describe(
-                                    process.pid, dataclasses.replace(self.spec, cgroup=self.cgroup, allow_inet=network)
-                                )
-                            )
-                        phase_cpu, phase_wall, cpu_limit, used = (
-                            now_cpu,
-                            time.monotonic(),
-                            limits.cpu_per_component_s,
-                            0.0,
-                        )
-                if len(runs) == len(plan):
-                    break
-                polls += 1
-                if self.cgroup is not None or polls % 10 == 0 or not alive:  # /proc scans cost more: every 0.2 s
-                    used = max(used, self._cpu(process) - phase_cpu)
-                now = time.monotonic()
-                why = (
-                    "dead"
-                    if not alive
-                    else "cpu"
-                    if used > cpu_limit
-                    else "wall"
-                    if now - phase_wall > limits.wall_per_component_s
-                    else "budget"
-                    if now > self.budget_end
-                    else None
-                )
-                if why is not None:
-                    tail.drain()
-                    if not started and why != "budget":  # the budget: spent by earlier workers' student code
-                        raise WorkerCannotStart(
-                            f"a grading process {_exit_text(None if alive else process.exitcode)} before "
-                            f"running any of your code ({why}); last lines of its output:\n"
-                            + log_tail(tail.data, self.code_dir)
-                        )
-                    rest = [c for c, _ in plan[len(runs) :]]
-                    oom = self.cgroup is not None and not alive and self.cgroup.usage().out_of_memory
-                    tail.drain()
-                    return runs | self._failure(rest, ready, None if alive else process.exitcode, tail.data, oom, why)
-            return runs
-        finally:
-            sandbox.kill_group(process.pid)
-            sandbox.kill_user(self.spec.uid)
-            process.join(5)
-            tail.close()
-            self.log_bytes = max(self.log_bytes, tail.total)
-            if self.cgroup is not None:
-                usage = self.cgroup.usage()
-                self.peak_mb = max(self.peak_mb, usage.peak_bytes / 2**20)
-                if not self.cgroup.remove():
-                    self.notes.append(f"could not remove the worker's cgroup {self.cgroup.dirs[0]}")
-            left = sandbox.remove_user_leftovers(self.spec.uid)
-            if left:
-                self.notes.append(
-                    f"removed what a worker left in shared places: {', '.join(left[:10])}"
-                    + (f" and {len(left) - 10} more" if len(left) > 10 else "")
-                )
+        return Watch(process, home, tail, plan, network, Phase(0.0, time.monotonic(), self.spec.limits.startup_s))
+
+    def _watch(self, w: "Watch") -> dict[str, ComponentRun]:
+        """Phase 2: poll the worker's progress and its CPU time until stop_reason() says why it stops."""
+        while True:
+            w.process.join(POLL_S)
+            w.tail.drain()
+            w.alive = w.process.is_alive()
+            import_failed = self._read_progress(w)
+            if import_failed is not None:
+                return import_failed
+            w.polls += 1
+            if w.runs_left() and (self.cgroup is not None or w.polls % 10 == 0 or not w.alive):
+                w.phase.used = max(w.phase.used, self._cpu(w.process) - w.phase.cpu_start)  # /proc: every 0.2 s
+            why = w.stop_reason(self.spec.limits, self.budget_end)
+            if why == FINISHED:
+                return w.runs
+            if why is not None:
+                return w.runs | self._stopped(w, why)
+
+    def _read_progress(self, w: "Watch") -> dict[str, ComponentRun] | None:
+        """Act on the worker's new progress lines (a live worker's last line may be partial). Returns
+        every component's run if its import failed; raises WorkerCannotStart if the grader is broken."""
+        raw = read_worker_file(w.home / protocol.PROGRESS_FILE, self.spec.uid, limit=MAX_PROGRESS_BYTES)
+        lines = (raw or b"").decode(errors="replace").split("\n")
+        for line in (lines[:-1] if w.alive else lines)[w.seen :]:
+            w.seen += 1
+            w.started = w.started or line == protocol.STARTED
+            if line == protocol.GRADER_BROKEN and not w.started:
+                raise WorkerCannotStart(self._grader_broken(w.home))
+            if line == protocol.IMPORT_FAILED:
+                message = self._import_failed(w.home)
+                return {c: ComponentRun(False, message) for c, _ in w.plan}
+            finished = w.ready and w.runs_left() and line == protocol.done(w.running())
+            if (line == protocol.READY and not w.ready) or finished:
+                self._next_phase(w, finished)
+        return None
+
+    def _next_phase(self, w: "Watch", finished: bool) -> None:
+        """The import (`ready`) or the running component (`done <component>`) ended: record its CPU
+        seconds and time the next component from now."""
+        now_cpu = self._cpu(w.process)
+        if finished:
+            component = w.running()
+            w.runs[component] = ComponentRun(True, home=w.home)
+            self.seconds[component] = now_cpu - w.phase.cpu_start
+        else:
+            self.seconds.setdefault("startup", now_cpu - w.phase.cpu_start)
+            w.ready = True
+            self.notes += self._sandbox_notes(w.home)
+            spec = dataclasses.replace(self.spec, cgroup=self.cgroup, allow_inet=w.network)
+            self.notes.append("sandbox: " + sandbox.describe(w.process.pid, spec))
+        w.phase = Phase(now_cpu, time.monotonic(), self.spec.limits.cpu_per_component_s)
+
+    def _import_failed(self, home: Path) -> str:
+        written = read_worker_file(home / protocol.IMPORT_ERROR_FILE, self.spec.uid, limit=4 * protocol.ERROR_CHARS)
+        error = clean(hide_paths(decode(written, protocol.ERROR_CHARS), self.code_dir))
+        if self.reveal:
+            return "importing your cs336_basics package failed:\n" + error.strip()
+        return "importing your cs336_basics package failed (the public tests show why)"
+
+    def _stopped(self, w: "Watch", why: str) -> dict[str, ComponentRun]:
+        """The runs of a worker stopped before finishing (why: a stop_reason()). Before any of the
+        submission's code ran, only the whole grading's budget is the student's: else WorkerCannotStart."""
+        w.tail.drain()
+        exitcode = None if w.alive else w.process.exitcode
+        if not w.started and why != BUDGET:  # the budget: spent by earlier workers' student code
+            raise WorkerCannotStart(
+                f"a grading process {_exit_text(exitcode)} before running any of your code ({why}); "
+                "last lines of its output:\n" + log_tail(w.tail.data, self.code_dir)
+            )
+        oom = self.cgroup is not None and not w.alive and self.cgroup.usage().out_of_memory
+        w.tail.drain()
+        return self._failure([c for c, _ in w.plan[len(w.runs) :]], w.ready, exitcode, w.tail.data, oom, why)
+
+    def _stop(self, w: "Watch") -> None:
+        """Phase 3: kill the worker, its process group and every process of its user; remove its
+        cgroup and what it left in shared places; keep its memory peak and output size for staff."""
+        sandbox.kill_group(w.process.pid)
+        sandbox.kill_user(self.spec.uid)
+        w.process.join(5)
+        LEDGER.release(id(self))  # its processes are gone: the memory is the container's again
+        w.tail.close()
+        self.log_bytes = max(self.log_bytes, w.tail.total)
+        if self.cgroup is not None:
+            usage = self.cgroup.usage()
+            self.peak_mb = max(self.peak_mb, usage.peak_bytes / 2**20)
+            if not self.cgroup.remove():
+                self.notes.append(f"could not remove the worker's cgroup {self.cgroup.dirs[0]}")
+        left = sandbox.remove_user_leftovers(self.spec.uid)
+        if left:
+            self.notes.append(
+                f"removed what a worker left in shared places: {', '.join(left[:10])}"
+                + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+            )
 
     def _grader_broken(self, home: Path) -> str:
         """Why the worker could not run (written by the grader's code before any student code ran)."""
@@ -428,29 +520,16 @@ class Runner:
         return [clean(line, 300) for line in raw.decode(errors="replace").splitlines() if line.strip()]
 
     def _failure(
-        self, rest: list[str], ready: bool, exitcode: int | None, log: bytes, oom: bool = False, why: str = "dead"
+        self, rest: list[str], ready: bool, exitcode: int | None, log: bytes, oom: bool = False, why: str = DEAD
     ) -> dict[str, ComponentRun]:
         """Before `ready` every remaining component fails; after it, only the one that was running.
         oom: the worker's cgroup reached its memory limit (a fixed sentence, also for hidden cases).
-        why: "dead", or the limit it reached: "cpu", "wall" (a hang) or "budget" (the whole grading's)."""
-        limits, tail = self.spec.limits, log_tail(log, self.code_dir) if self.reveal else ""
+        why: DEAD, or the limit it reached: CPU, WALL (a hang) or BUDGET (the whole grading's)."""
+        tail = log_tail(log, self.code_dir) if self.reveal else ""
         tail = f"\nlast lines of its output:\n{tail}" if tail else ""
         if oom:
-            what = f"while running {rest[0]}" if ready else "while importing your package"
-            message = (
-                f"the grading process ran out of memory {what}: it and the processes it started may hold "
-                f"at most {self.resident_mb} MB, memory-backed files (memfd, /tmp, /dev/shm, its "
-                f"directory) included; it was killed."
-            )
-            if not ready:
-                return {c: ComponentRun(False, message + " No component could run.") for c in rest}
-            return {rest[0]: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
-        if (
-            why == "dead"
-            and exitcode == -signal.SIGKILL
-            and self.cgroup_capped
-            and cgroup.oom_kills() > self.oom_before
-        ):
+            return self._out_of_memory(rest, ready, tail)
+        if why == DEAD and exitcode == -signal.SIGKILL and self._container_ran_out():
             # the container's memory ran out while the worker was under its own group's lower limit: the
             # grader's problem, not the student's (without such a group the worker itself could cause it)
             message = (
@@ -461,32 +540,53 @@ class Runner:
             return {
                 c: ComponentRun(False, message, grader_out_of_memory=True) for c in (rest if not ready else rest[:1])
             }
-        stopped = {
-            "cpu": "used its CPU time limit of {limit:g} s (an infinite loop?)",
-            "wall": f"did not finish within {limits.wall_per_component_s:g} s of wall-clock time while using "
-            "little CPU (waiting forever: a deadlock, a sleep?)",
-            "budget": f"was still running when the grading time budget of {limits.total_s:g} s for the whole "
-            "submission ran out",
-        }
         if not ready:
-            what = (
-                f"{stopped[why].format(limit=limits.startup_s)} while importing your package"
-                if exitcode is None
-                else f"{_exit_text(exitcode)} while importing your package"
-                if self.reveal
-                else "ended while importing your package"
-            )
+            what = self._how_the_import_ended(exitcode, why)
             return {c: ComponentRun(False, f"the grading process {what}; no component could run.{tail}") for c in rest}
-        component = rest[0]
+        message = self._how_the_component_ended(rest[0], exitcode, why)
+        return {rest[0]: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
+
+    def _container_ran_out(self) -> bool:
+        """The worker's own group held it below what the container had left, and an OOM kill happened since it started."""
+        return self.cgroup_capped and cgroup.oom_kills() > self.oom_before
+
+    def _out_of_memory(self, rest: list[str], ready: bool, tail: str) -> dict[str, ComponentRun]:
+        """The worker's cgroup ran out of memory: in its import every component fails, else the running one."""
+        what = f"while running {rest[0]}" if ready else "while importing your package"
+        message = (
+            f"the grading process ran out of memory {what}: it and the processes it started may hold "
+            f"at most {self.resident_mb} MB, memory-backed files (memfd, /tmp, /dev/shm, its "
+            f"directory) included; it was killed."
+        )
+        if not ready:
+            return {c: ComponentRun(False, message + " No component could run.") for c in rest}
+        return {rest[0]: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
+
+    def _limit_text(self, why: str, limit: float) -> str:
+        """What the worker did to be stopped for `why` (CPU, WALL or BUDGET)."""
+        limits = self.spec.limits
+        return {
+            CPU: f"used its CPU time limit of {limit:g} s (an infinite loop?)",
+            WALL: f"did not finish within {limits.wall_per_component_s:g} s of wall-clock time while using "
+            "little CPU (waiting forever: a deadlock, a sleep?)",
+            BUDGET: f"was still running when the grading time budget of {limits.total_s:g} s for the whole "
+            "submission ran out",
+        }[why]
+
+    def _how_the_import_ended(self, exitcode: int | None, why: str) -> str:
         if exitcode is None:
-            message = (
-                f"{component} {stopped[why].format(limit=limits.cpu_per_component_s)}; it was stopped and scores 0."
-            )
-        elif not self.reveal:
-            message = f"the grading process ended while running {component}, before finishing it."
-        else:
-            message = (
-                f"the grading process {_exit_text(exitcode)} while running {component}, before finishing "
-                f"it (did your code call exit() or os._exit()?)."
-            )
-        return {component: ComponentRun(False, f"{message} Any remaining components ran in a fresh process.{tail}")}
+            return f"{self._limit_text(why, self.spec.limits.startup_s)} while importing your package"
+        if self.reveal:
+            return f"{_exit_text(exitcode)} while importing your package"
+        return "ended while importing your package"
+
+    def _how_the_component_ended(self, component: str, exitcode: int | None, why: str) -> str:
+        if exitcode is None:
+            limit = self.spec.limits.cpu_per_component_s
+            return f"{component} {self._limit_text(why, limit)}; it was stopped and scores 0."
+        if not self.reveal:
+            return f"the grading process ended while running {component}, before finishing it."
+        return (
+            f"the grading process {_exit_text(exitcode)} while running {component}, before finishing "
+            f"it (did your code call exit() or os._exit()?)."
+        )

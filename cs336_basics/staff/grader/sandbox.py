@@ -299,11 +299,7 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> dict[str, str]:
     level from the mechanisms). A failed user switch raises SandboxError instead."""
     missing = {}
     _die_with_parent()
-    try:  # the first the kernel kills when the machine or the container runs out of memory, never the grader
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
-    except OSError:
-        pass
+    _first_to_die_out_of_memory()
     if spec.cgroup is not None:
         try:
             spec.cgroup.join()  # before anything else: every process it starts is in it too
@@ -312,60 +308,98 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> dict[str, str]:
                 f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})"
             )
     os.setsid()
+    _redirect_output(log_path)
+    _set_limits(spec.limits, cpu_seconds)
+    private_tmp = False  # a /tmp and /dev/shm of its own (in its private root)
+    if spec.isolate and is_root():
+        private_tmp = _enter_namespaces(spec, missing)
+    if spec.isolate:
+        _install_seccomp(spec, missing)
+    _write_notes(spec.home, list(missing.values()))  # as root: the worker's user cannot change it
+    _clean_environment(spec.home, private_tmp)
+    if spec.uid is not None:
+        _switch_user(spec, missing)
+    os.closerange(3, 1 << 16)
+    os.chdir(spec.home)
+    return missing
+
+
+def _first_to_die_out_of_memory() -> None:
+    """The first the kernel kills when the machine or the container runs out of memory, never the grader."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
+def _redirect_output(log_path: str) -> None:
+    """stdin from /dev/null; stdout and stderr appended to log_path (the grader's FIFO)."""
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     for fd, target in ((null, 0), (log, 1), (log, 2)):
         os.dup2(fd, target)
     os.close(log), os.close(null)
+
+
+def _set_limits(limits: Limits, cpu_seconds: int) -> None:
+    """Address space, file size, no core file, descriptors, and RLIMIT_CPU (each process's backstop)."""
     mb = 2**20
-    _limit(resource.RLIMIT_AS, spec.limits.memory_mb * mb)
-    _limit(resource.RLIMIT_FSIZE, spec.limits.file_mb * mb)
+    _limit(resource.RLIMIT_AS, limits.memory_mb * mb)
+    _limit(resource.RLIMIT_FSIZE, limits.file_mb * mb)
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_NOFILE, 256)
     _limit(resource.RLIMIT_CPU, cpu_seconds)
-    private_tmp = False  # a /tmp and /dev/shm of its own (in its private root)
-    if spec.isolate and is_root():
-        libc = _libc()
+
+
+def _enter_namespaces(spec: SandboxSpec, missing: dict[str, str]) -> bool:
+    """IPC, network (with its loopback), mount (the private root) and PID namespaces, each noted in
+    `missing` if refused. Returns whether the private root (its own /tmp and /dev/shm) is up."""
+    libc, private_tmp = _libc(), False
+    try:
+        _check(libc.unshare(CLONE_NEWIPC), "unshare the IPC namespace")
+    except OSError as e:
+        missing["IPC namespace"] = f"no IPC namespace: System V IPC and POSIX queues are refused by seccomp only ({e})"
+    try:
+        _check(libc.unshare(CLONE_NEWNET), "unshare the network namespace")
+    except OSError as e:
+        what = "may open TCP sockets to any address" if spec.allow_inet else "has no TCP socket (seccomp)"
+        missing["network namespace"] = f"no network namespace: this worker {what} ({e})"
+    else:
         try:
-            _check(libc.unshare(CLONE_NEWIPC), "unshare the IPC namespace")
+            loopback_up()
         except OSError as e:
-            missing["IPC namespace"] = (
-                f"no IPC namespace: System V IPC and POSIX queues are refused by seccomp only ({e})"
-            )
-        try:
-            _check(libc.unshare(CLONE_NEWNET), "unshare the network namespace")
-        except OSError as e:
-            what = "may open TCP sockets to any address" if spec.allow_inet else "has no TCP socket (seccomp)"
-            missing["network namespace"] = f"no network namespace: this worker {what} ({e})"
-        else:
-            try:
-                loopback_up()
-            except OSError as e:
-                missing["loopback"] = f"no loopback device: this worker has no network at all ({e})"
-        try:
-            _check(libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
-            _chroot(libc, spec.new_root, spec.visible, spec.home)
-            private_tmp = True
-        except OSError as e:
-            missing["mount namespace"] = f"no private root: staff files are hidden by their permissions only ({e})"
-        if not os.path.ismount(spec.home):
-            missing["tmpfs"] = "disk not limited: the worker's home is not a tmpfs of its own"
-        try:
-            _new_pid_namespace(libc)
-        except OSError as e:
-            missing["PID namespace"] = f"no PID namespace: processes left behind are killed by user id only ({e})"
-    if spec.isolate:
-        try:
-            _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-            seccomp.install(allow_inet=spec.allow_inet)  # the user switch below still works under it
-        except (OSError, KeyError) as e:
-            missing["seccomp"] = f"no seccomp filter: every socket family and System V IPC are allowed ({e!r})"
-    _write_notes(spec.home, list(missing.values()))  # as root: the worker's user cannot change it
+            missing["loopback"] = f"no loopback device: this worker has no network at all ({e})"
+    try:
+        _check(libc.unshare(CLONE_NEWNS), "unshare the mount namespace")
+        _chroot(libc, spec.new_root, spec.visible, spec.home)
+        private_tmp = True
+    except OSError as e:
+        missing["mount namespace"] = f"no private root: staff files are hidden by their permissions only ({e})"
+    if not os.path.ismount(spec.home):
+        missing["tmpfs"] = "disk not limited: the worker's home is not a tmpfs of its own"
+    try:
+        _new_pid_namespace(libc)
+    except OSError as e:
+        missing["PID namespace"] = f"no PID namespace: processes left behind are killed by user id only ({e})"
+    return private_tmp
+
+
+def _install_seccomp(spec: SandboxSpec, missing: dict[str, str]) -> None:
+    try:
+        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        seccomp.install(allow_inet=spec.allow_inet)  # the user switch below still works under it
+    except (OSError, KeyError) as e:
+        missing["seccomp"] = f"no seccomp filter: every socket family and System V IPC are allowed ({e!r})"
+
+
+def _clean_environment(home: str, private_tmp: bool) -> None:
+    """A fixed environment; temporary files in the private /tmp, else in the worker's home."""
     os.environ.clear()
-    tmp = "/tmp" if private_tmp else spec.home  # never a directory the grader's TMPDIR named
+    tmp = "/tmp" if private_tmp else home  # never a directory the grader's TMPDIR named
     os.environ.update(
         PATH="/usr/local/bin:/usr/bin:/bin",
-        HOME=spec.home,
+        HOME=home,
         TMPDIR=tmp,
         LANG="C.UTF-8",
         OMP_NUM_THREADS="1",
@@ -373,22 +407,21 @@ def enter(spec: SandboxSpec, log_path: str, cpu_seconds: int) -> dict[str, str]:
     )
     tempfile.tempdir = None  # the forkserver cached the grader's TMPDIR: look again
     tempfile.tempdir = tempfile.gettempdir()
-    if spec.uid is not None:
-        try:
-            _limit(resource.RLIMIT_NPROC, spec.limits.processes)
-            _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-            os.setgroups([])
-            os.setgid(spec.uid)
-            os.setuid(spec.uid)
-            if os.getuid() != spec.uid or os.geteuid() != spec.uid:
-                raise OSError(f"still user {os.geteuid()}")
-        except OSError as e:
-            raise SandboxError(missing | {"user switch": f"could not switch to user {spec.uid} ({e})"}) from e
-        _die_with_parent()  # again: the switch clears it
 
-    os.closerange(3, 1 << 16)
-    os.chdir(spec.home)
-    return missing
+
+def _switch_user(spec: SandboxSpec, missing: dict[str, str]) -> None:
+    """Become spec.uid for good (no groups, no new privileges), or raise SandboxError."""
+    try:
+        _limit(resource.RLIMIT_NPROC, spec.limits.processes)
+        _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        os.setgroups([])
+        os.setgid(spec.uid)
+        os.setuid(spec.uid)
+        if os.getuid() != spec.uid or os.geteuid() != spec.uid:
+            raise OSError(f"still user {os.geteuid()}")
+    except OSError as e:
+        raise SandboxError(missing | {"user switch": f"could not switch to user {spec.uid} ({e})"}) from e
+    _die_with_parent()  # again: the switch clears it
 
 
 # ---------------------------------------------------------------- in the grader

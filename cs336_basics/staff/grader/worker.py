@@ -165,9 +165,10 @@ def _changed(snapshot: dict) -> list[str]:
     return [name for name, (now, before) in snapshot.items() if not same(now, before)]
 
 
-def main(job: WorkerJob) -> None:
-    guard = _guard  # held in a local: the module is dropped from sys.modules below
-    recorder_methods = [
+def _recorder_methods(guard) -> list:
+    """(class or module, name, function, code) of every method of the call recorder and the
+    launcher, taken before the submission runs: what _check_recorder compares against."""
+    return [
         (cls, name, cls.__dict__[name], cls.__dict__[name].__code__)
         for cls, name in (
             (guard.CallRecorder, "__enter__"),
@@ -186,6 +187,27 @@ def main(job: WorkerJob) -> None:
             (guard.call_rule.LibraryCallTracer, "_judge_c_call"),
         )
     ]
+
+
+@dataclass
+class Graded:
+    """The submission's adapters as imported, and what they must still be for each case."""
+
+    module: types.ModuleType  # the adapters module (the grader's copy, run once)
+    expected: dict  # {adapter name: the code object compiled from the grader's copy}
+    functions: dict  # {adapter name: the function the import left in the module}
+    recorder_methods: list  # _recorder_methods(), taken before the import
+    tampered: str | None  # why nothing is graded (the submission changed the adapters or the recorder)
+
+    def check(self) -> None:
+        """Raise Tampered unless the adapters and the recorder are still the grader's."""
+        _check_adapters(self.module.__dict__, self.expected, self.functions)
+        _check_recorder(self.recorder_methods)
+
+
+def main(job: WorkerJob) -> None:
+    guard = _guard  # held in a local: the module is dropped from sys.modules below
+    recorder_methods = _recorder_methods(guard)
     enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
     import torch
 
@@ -198,10 +220,25 @@ def main(job: WorkerJob) -> None:
         return
     if job.spec.isolate and not job.may_start_processes:
         seccomp.install_no_new_tasks()  # an OSError here ends the worker: nothing runs unrecorded
+    threads = threading.active_count()  # before the submission's import: a thread it starts is caught
+    graded = _import_submission(job, progress, recorder_methods)
+    if graded is None:
+        return
+    progress.write(protocol.READY + "\n")
+    for component, cases in job.cases:
+        for case, adapter in cases:
+            kwargs = torch.load(os.path.join(job.inputs_dir, protocol.input_file(case)), weights_only=True)
+            tensors, meta = _run_case(job, torch, guard, graded, (component, adapter), kwargs, threads)
+            _save(case, adapter, tensors, meta)
+        progress.write(protocol.done(component) + "\n")
+
+
+def _import_submission(job: WorkerJob, progress, recorder_methods: list) -> Graded | None:
+    """Import the submission's package through the grader's adapters (its import-time code runs
+    here, after protocol.STARTED); None, with protocol.IMPORT_FAILED written, if the import raised."""
     code, module, expected = _pristine_adapters(job.code_dir)
     _forget_inherited_modules(job.code_dir)
     sys.modules["adapters"] = module
-    threads = threading.active_count()
     progress.write(protocol.STARTED + "\n")  # the submission's code runs from here on
     try:
         exec(code, module.__dict__)  # imports the submission's package: its import-time code runs here
@@ -209,81 +246,92 @@ def main(job: WorkerJob) -> None:
         with open(protocol.IMPORT_ERROR_FILE, "w") as f:
             f.write(_error_text(e, job.code_dir))
         progress.write(protocol.IMPORT_FAILED + "\n")
-        return
+        return None
     _use_graders_launcher(module.__dict__)
-    functions = {name: module.__dict__.get(name) for name in expected}
-    package_dir = os.path.join(job.code_dir, "cs336_basics")  # the student's code, for the call rule
-    tampered = None
+    graded = Graded(module, expected, {name: module.__dict__.get(name) for name in expected}, recorder_methods, None)
     try:
-        _check_adapters(module.__dict__, expected, functions)
-        _check_recorder(recorder_methods)
+        graded.check()
         if sys.modules.get("adapters") is not module:
             raise Tampered("your package replaced the grader's adapters module (sys.modules['adapters'])")
     except Tampered as e:
-        tampered = str(e)
-    progress.write(protocol.READY + "\n")
-    for component, cases in job.cases:
-        for case, adapter in cases:
-            kwargs = torch.load(os.path.join(job.inputs_dir, protocol.input_file(case)), weights_only=True)
-            tensors: dict = {}
-            try:
-                if tampered:
-                    raise Tampered(tampered)
-                _check_adapters(module.__dict__, expected, functions)
-                _check_recorder(recorder_methods)
-                recorder = guard.CallRecorder(package_dir=package_dir)
-                originals = _snapshot(kwargs)
-                rank_setup = _rank_sandbox if job.spec.isolate else None
-                rank_recorder = functools.partial(guard.CallRecorder, package_dir=package_dir)
-                with _launch.recording_ranks(rank_recorder, rank_setup) as ranks, recorder:
-                    out = functions[adapter](**kwargs)
-                    # a plain tensor's values, computed here, while recording: a subclass could
-                    # compute them when touched later, unseen
-                    if type(out) is torch.Tensor and out.numel() <= MAX_ELEMENTS:
-                        out = out.detach().contiguous().clone()
-                if ranks.recorded != ranks.started:
-                    raise Tampered(
-                        f"{ranks.started - ranks.recorded} of the {ranks.started} ranks your code started "
-                        "sent back no record of their calls"
-                    )
-                changed = _changed(originals)
-                _check_adapters(module.__dict__, expected, functions)
-                _check_recorder(recorder_methods)
-                if threading.active_count() > threads:
-                    raise Tampered("your code started a thread; graded code must run in the thread that calls it")
-                # the banned ones first: a flood of other names must not push them past the cap;
-                # library calls (call_rule's records, a few hundred bytes each) at most MAX_LIBRARY_CALLS
-                recorded = recorder.calls | ranks.calls  # this process's and every rank's
-                banned = guard.forbidden_calls(component, recorded)
-                library = [c for c in banned if guard.call_rule.callee_of(c) is not None][:MAX_LIBRARY_CALLS]
-                banned = [c for c in banned if guard.call_rule.callee_of(c) is None] + library
-                others = [c for c in recorded - set(banned) if guard.call_rule.callee_of(c) is None]
-                calls = banned + sorted(others)[:MAX_CALLS]
-                operators = recorder.operators + ranks.operators
-                meta = {protocol.CALLS: json.dumps(calls), protocol.OPERATORS: str(operators)}
-                if changed:
-                    meta[protocol.ERROR] = (
-                        f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
-                        "modules must leave their inputs unchanged (compute into new tensors)"
-                    )
-                elif isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
-                    meta[protocol.ERROR] = (
-                        f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
-                    )
-                elif type(out) is torch.Tensor:
-                    tensors[protocol.OUTPUT] = out
-                else:
-                    meta[protocol.ERROR] = f"{adapter} returned a {type(out).__name__}, not a plain torch.Tensor"
-            except (Tampered, guard.RecordingTampered) as e:
-                meta = {protocol.ERROR: str(e), protocol.TAMPERED: protocol.YES}
-            except BaseException as e:  # noqa: BLE001
-                meta = {protocol.ERROR: _error_text(e, job.code_dir)}
-            try:
-                save_file(tensors, protocol.output_file(case), metadata=meta)
-            except Exception as e:  # noqa: BLE001 - e.g. a dtype safetensors cannot store
-                meta = {protocol.ERROR: f"{adapter}: its output could not be saved ({type(e).__name__}; a full disk?)"}
-                try:
-                    save_file({}, protocol.output_file(case), metadata=meta)
-                except Exception:  # noqa: BLE001 - the grader reports "no output was saved"
-                    pass
-        progress.write(protocol.done(component) + "\n")
+        graded.tampered = str(e)
+    return graded
+
+
+def _run_case(job: WorkerJob, torch, guard, graded: Graded, call: tuple[str, str], kwargs: dict, threads: int):
+    """(tensors, metadata) to save for one case: the output and the calls recorded, or an error
+    text (TAMPERED set when the submission changed the grader's code). call: (component, adapter)."""
+    component, adapter = call
+    try:
+        if graded.tampered:
+            raise Tampered(graded.tampered)
+        graded.check()
+        originals = _snapshot(kwargs)
+        out, recorder, ranks = _recorded_call(job, torch, guard, graded.functions[adapter], kwargs)
+        changed = _changed(originals)
+        graded.check()
+        if threading.active_count() > threads:
+            raise Tampered("your code started a thread; graded code must run in the thread that calls it")
+        return _outcome(torch, guard, component, adapter, out, recorder.calls | ranks.calls, changed, recorder, ranks)
+    except (Tampered, guard.RecordingTampered) as e:
+        return {}, {protocol.ERROR: str(e), protocol.TAMPERED: protocol.YES}
+    except BaseException as e:  # noqa: BLE001
+        return {}, {protocol.ERROR: _error_text(e, job.code_dir)}
+
+
+def _recorded_call(job: WorkerJob, torch, guard, adapter_fn, kwargs: dict):
+    """(output, this process's recorder, the ranks' records) of one adapter call, every torch call
+    recorded here and in each rank it starts."""
+    package_dir = os.path.join(job.code_dir, "cs336_basics")  # the student's code, for the call rule
+    recorder = guard.CallRecorder(package_dir=package_dir)
+    rank_setup = _rank_sandbox if job.spec.isolate else None
+    rank_recorder = functools.partial(guard.CallRecorder, package_dir=package_dir)
+    with _launch.recording_ranks(rank_recorder, rank_setup) as ranks, recorder:
+        out = adapter_fn(**kwargs)
+        # a plain tensor's values, computed here, while recording: a subclass could
+        # compute them when touched later, unseen
+        if type(out) is torch.Tensor and out.numel() <= MAX_ELEMENTS:
+            out = out.detach().contiguous().clone()
+    if ranks.recorded != ranks.started:
+        raise Tampered(
+            f"{ranks.started - ranks.recorded} of the {ranks.started} ranks your code started "
+            "sent back no record of their calls"
+        )
+    return out, recorder, ranks
+
+
+def _outcome(torch, guard, component, adapter, out, recorded, changed, recorder, ranks) -> tuple[dict, dict]:
+    """(tensors, metadata) of a call that ran: the banned calls first (a flood of other names must
+    not push them past the cap), library calls (call_rule's records) at most MAX_LIBRARY_CALLS."""
+    banned = guard.forbidden_calls(component, recorded)
+    library = [c for c in banned if guard.call_rule.callee_of(c) is not None][:MAX_LIBRARY_CALLS]
+    banned = [c for c in banned if guard.call_rule.callee_of(c) is None] + library
+    others = [c for c in recorded - set(banned) if guard.call_rule.callee_of(c) is None]
+    calls = banned + sorted(others)[:MAX_CALLS]
+    operators = recorder.operators + ranks.operators
+    meta = {protocol.CALLS: json.dumps(calls), protocol.OPERATORS: str(operators)}
+    if changed:
+        meta[protocol.ERROR] = (
+            f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
+            "modules must leave their inputs unchanged (compute into new tensors)"
+        )
+    elif isinstance(out, torch.Tensor) and out.numel() > MAX_ELEMENTS:
+        meta[protocol.ERROR] = f"{adapter} returned a tensor of shape {tuple(out.shape)}: too large to check"
+    elif type(out) is torch.Tensor:
+        return {protocol.OUTPUT: out}, meta
+    else:
+        meta[protocol.ERROR] = f"{adapter} returned a {type(out).__name__}, not a plain torch.Tensor"
+    return {}, meta
+
+
+def _save(case: str, adapter: str, tensors: dict, meta: dict) -> None:
+    """The case's output file; if it cannot be written (a dtype safetensors cannot store, a full
+    disk), one holding only an error text; if neither, none (the grader says no output was saved)."""
+    try:
+        save_file(tensors, protocol.output_file(case), metadata=meta)
+    except Exception as e:  # noqa: BLE001 - e.g. a dtype safetensors cannot store
+        meta = {protocol.ERROR: f"{adapter}: its output could not be saved ({type(e).__name__}; a full disk?)"}
+        try:
+            save_file({}, protocol.output_file(case), metadata=meta)
+        except Exception:  # noqa: BLE001 - the grader reports "no output was saved"
+            pass
