@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from cs336_basics.atomic_write import atomic_open
 from cs336_basics.nn import convert
 from cs336_basics.nn.parallel import sharding
 from cs336_basics.nn.parallel.comm import choose_backend
@@ -181,10 +182,8 @@ def _rank_main(
             dist.destroy_process_group()
     except BaseException as e:  # noqa: BLE001 -- every failure goes back to the parent
         result = _failure(e)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
+    with atomic_open(path, "wb") as f:
         torch.save(result, f, pickle_module=pickle)
-    tmp.rename(path)
     if "error" in result:
         os._exit(1)
 
