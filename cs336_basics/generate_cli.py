@@ -45,7 +45,7 @@ def load(args):
     """(model, tokenizer, prompt ids, eos ids) for the arguments; ValueError on bad input."""
     messages = [{"role": "user", "content": args.prompt}]
     if args.checkpoint:
-        from cs336_basics.train.config import EOT
+        from cs336_basics.corpus import EOT
         from cs336_basics.train.loop import load_trained
 
         model, tokenizer = load_trained(args.checkpoint)

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-EOT = "<|endoftext|>"  # the story separator and the tokenizer's one special token (TinyStories, GPT-2)
+from cs336_basics.corpus import EOT
 
 
 @dataclass

@@ -250,8 +250,9 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
 def load_trained(run_dir: str | os.PathLike, device: str = "cpu"):
     """(model, tokenizer) of a run directory `cs336 train` wrote: config.toml, the tokenizer files
     and checkpoint.pt (cs336 generate --checkpoint DIR)."""
+    from cs336_basics.corpus import EOT
     from cs336_basics.tokenizer.tokenizer import Tokenizer
-    from cs336_basics.train.config import EOT, apply
+    from cs336_basics.train.config import apply
 
     run_dir = Path(run_dir)
     for name in (CONFIG, T.VOCAB, T.MERGES, CHECKPOINT):
