@@ -32,8 +32,7 @@ from cs336_basics.train import metrics as M
 from cs336_basics.train import mfu as U
 from cs336_basics.train import tokens as T
 from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml
-
-CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"  # sweep.py names them too
+from cs336_basics.train.run_dir import CHECKPOINT, CONFIG
 
 
 def resolve_device(name: str) -> torch.device:
@@ -93,6 +92,18 @@ def _distributed() -> tuple[int, int]:
     return 0, 1
 
 
+def train_batch_seed(seed: int, step: int) -> int:
+    """The generator seed of training step `step`'s batch: a function of (seed, step) alone, so a
+    resumed run draws the batches the uninterrupted run would have (distinct for steps < 1_000_003)."""
+    return seed * 1_000_003 + step
+
+
+def eval_batch_seed(seed: int, i: int) -> int:
+    """The generator seed of the i-th validation batch: the same batches at every evaluation, and
+    offset by 1_000_000_007 away from the training batches' seeds."""
+    return seed * 7919 + 1_000_000_007 + i
+
+
 def _batch(tokens, config: TrainConfig, seed: int, rank: int, world: int, device):
     """This rank's rows of the global batch that `seed` draws."""
     x, y = get_batch(tokens, config.batch_size, config.context_length, "cpu", torch.Generator().manual_seed(seed))
@@ -106,7 +117,7 @@ def evaluate(model, tokens, config: TrainConfig, device, autocast) -> float:
     model.eval()
     losses = []
     for i in range(config.eval_batches):
-        x, y = _batch(tokens, config, config.seed * 7919 + 1_000_000_007 + i, 0, 1, device)
+        x, y = _batch(tokens, config, eval_batch_seed(config.seed, i), 0, 1, device)
         with autocast():
             logits = model(x)
         losses.append(float(cross_entropy(logits.float(), y)))
@@ -156,7 +167,7 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
 
     torch.manual_seed(config.seed)
     model = TransformerLM(config.model_config(), device=device)
-    optimizer = AdamW(model.parameters(), lr=config.max_lr, betas=(config.beta1, config.beta2), eps=config.eps,
+    optimizer = AdamW(model.parameters(), lr=config.max_lr, betas=(config.beta1, config.beta2), eps=config.adamw_eps,
                       weight_decay=config.weight_decay)  # fmt: skip
     start, offset = 0, {"time_s": 0.0, "cpu_s": 0.0}
     if resume:
@@ -194,7 +205,7 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
         lr = get_lr_cosine_schedule(step, config.max_lr, config.min_lr, config.warmup_steps, config.cycle_steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        x, y = _batch(train_tokens, config, config.seed * 1_000_003 + step, rank, world, device)
+        x, y = _batch(train_tokens, config, train_batch_seed(config.seed, step), rank, world, device)
         with autocast():
             logits = net(x)
         loss = cross_entropy(logits.float(), y)
