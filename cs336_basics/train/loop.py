@@ -31,7 +31,7 @@ from cs336_basics.serialization import load_checkpoint, read_checkpoint, save_ch
 from cs336_basics.train import metrics as M
 from cs336_basics.train import mfu as U
 from cs336_basics.train import tokens as T
-from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml
+from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config
 from cs336_basics.train.run_dir import CHECKPOINT, CONFIG
 
 
@@ -256,28 +256,3 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
     if bar is not None:
         bar.close()
     return record
-
-
-def load_trained(run_dir: str | os.PathLike, device: str = "cpu"):
-    """(model, tokenizer) of a run directory `cs336 train` wrote: config.toml, the tokenizer files
-    and checkpoint.pt (cs336 generate --checkpoint DIR)."""
-    from cs336_basics.corpus import EOT
-    from cs336_basics.tokenizer.tokenizer import Tokenizer
-    from cs336_basics.train.config import apply
-
-    run_dir = Path(run_dir)
-    for name in (CONFIG, T.VOCAB, T.MERGES, CHECKPOINT):
-        if not (run_dir / name).is_file():
-            raise FileNotFoundError(
-                f"--checkpoint {os.fspath(run_dir)!r}: no {name} there (a cs336 train run directory)"
-            )
-    config = apply(TrainConfig(), read_toml(run_dir / CONFIG), os.fspath(run_dir / CONFIG))
-    state = read_checkpoint(run_dir / CHECKPOINT)
-    model = TransformerLM(config.model_config(), device=device)
-    try:
-        model.load_state_dict(state["model"])
-    except RuntimeError as e:
-        reason = " ".join(str(e).split())[:300]
-        raise ValueError(f"{run_dir / CHECKPOINT} does not match {run_dir / CONFIG}: {reason}") from None
-    model.eval()
-    return model, Tokenizer.from_files(run_dir / T.VOCAB, run_dir / T.MERGES, [EOT])

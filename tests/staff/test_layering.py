@@ -63,3 +63,11 @@ def test_layering_checkpoint_files_are_read_outside_nn():
                if {"gguf", "safetensors.torch", "importlib.util"} & imported_modules(p)]  # fmt: skip
     assert readers == []
     assert {"gguf", "hf", "gguf_tokenizer"} <= {p.stem for p in (PACKAGE / "checkpoints").glob("*.py")}
+
+
+def test_layering_generation_never_imports_the_training_loop():
+    """`cs336 generate --checkpoint` reads a run directory through train/run_dir.py, not the loop."""
+    importers = [str(p.relative_to(REPO)) for p in (PACKAGE / "generation").rglob("*.py")
+                 if any(m.startswith("cs336_basics.train.loop") for m in imported_modules(p))]  # fmt: skip
+    assert importers == []
+    assert "cs336_basics.train.run_dir.load_trained" in imported_modules(PACKAGE / "generation" / "generate_cli.py")

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
+from cs336_basics.generation.sampling import sample_next_token
 from cs336_basics.nn.modules.transformer_lm import TransformerLM
-from cs336_basics.sampling import sample_next_token
 
 
 def _check_arguments(max_new_tokens: int, temperature: float, top_p: float) -> None:
