@@ -24,7 +24,7 @@ import torch
 
 from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
 from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.generate import generate, generate_batch
+from cs336_basics.generation.generate import generate, generate_batch
 
 PROMPT = "Explain in a few sentences why the sky is blue."
 TOPICS = ("a cat", "the moon", "a red ball", "rain", "a big friendly dog", "trees", "a boat on a lake", "bread")

@@ -7,7 +7,7 @@ import sys
 def run(args) -> int:
     from cs336_basics.evaluate import EVAL_CONTEXT, evaluate_model
     from cs336_basics.serialization import CheckpointError
-    from cs336_basics.train.loop import load_trained
+    from cs336_basics.train.run_dir import load_trained
 
     try:
         model, tokenizer = load_trained(args.checkpoint)

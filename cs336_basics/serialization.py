@@ -10,11 +10,12 @@ full disk never leaves a half-written checkpoint under the target's name.
 
 import numbers
 import os
-import secrets
 from pathlib import Path
 from typing import IO, BinaryIO
 
 import torch
+
+from cs336_basics.atomic_write import atomic_open
 
 Destination = str | os.PathLike | BinaryIO | IO[bytes]
 KEYS = ("model", "optimizer", "iteration")  # what a checkpoint holds
@@ -34,16 +35,8 @@ def write_checkpoint(state: dict, out: Destination) -> None:
     if not isinstance(out, (str, os.PathLike)):
         torch.save(state, out)
         return
-    path = Path(out)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with atomic_open(out, "wb", fsync=True) as f:
+        torch.save(state, f)
 
 
 def read_checkpoint(src: Destination) -> dict:

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 from cs336_basics import COMPONENTS, REPO
+from cs336_basics.atomic_write import atomic_open
 
 PACKAGE = "cs336_basics"
 ZIP_NAME = "submission.zip"
@@ -88,13 +89,11 @@ def write_submission(
             f"{PACKAGE}/ holds {len(files)} files, {total / 2**20:.1f} MB; the grader accepts at most "
             f"{MAX_PACKAGE_FILES} files and {MAX_PACKAGE_BYTES // 2**20} MB. Largest: {largest}"
         )
-    tmp = out.with_name(out.name + ".part")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    with atomic_open(out, "wb") as f, zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for rel in files:
             archive.write(root / rel, rel.as_posix())
         for name, data in (entry or {}).items():
             archive.writestr(f"leaderboard/{name}", data)
-    os.replace(tmp, out)
     return out, files, links
 
 

@@ -28,6 +28,9 @@ from cs336_basics.nn.parallel import (
 )
 from cs336_basics.nn.parallel.launch import launch
 
+from ._helpers import assert_close
+from .floors import tol
+
 D_MODEL, D_FF, BATCH = 16, 24, (2, 3)  # d_ff and d_model divide by 1, 2 and 4
 WORLD_SIZE = 2  # the public tests' group size: the smallest that splits anything
 DTYPES = (torch.float32, torch.float64)
@@ -277,3 +280,56 @@ def no_process_left_behind():
     before = set(child_pids())
     yield
     assert sorted(set(child_pids()) - before) == [], "a rank outlived its launch"
+
+
+# The checks the public tests run with WORLD_SIZE ranks and the staff suite with 1 and 4: each
+# test of either calls one of these, never another test.
+TOL_SINGLE = {torch.float32: tol("parallel.f32"), torch.float64: tol("parallel.f64")}  # tests/floors.py
+# Megatron-LM's operators (Shoeybi et al. 2019, §3): (forward, backward) collectives per pass.
+MEGATRON_COLLECTIVES = {
+    "column_gathered": ({"all_gather": 1}, {"all_reduce": 1}),
+    "column_sharded": ({}, {"all_reduce": 1}),
+    "row_parallel_input": ({"all_reduce": 1}, {}),
+    "row_full_input": ({"all_reduce": 1}, {"all_gather": 1}),
+    "ffn": ({"all_reduce": 1}, {"all_reduce": 2}),  # backward: one f per column-parallel layer (w1, w3)
+}
+
+
+def check_output_equals_single_process(kind: str, dtype: torch.dtype, world_size: int) -> None:
+    got, want = ours(kind, world_size, dtype), single_process(kind, dtype)
+    assert_close(got["y"], want["y"], TOL_SINGLE[dtype], f"{kind} output, W={world_size}")
+
+
+def check_input_grad_equals_single_process(kind: str, dtype: torch.dtype, world_size: int) -> None:
+    got, want = ours(kind, world_size, dtype), single_process(kind, dtype)
+    assert_close(got["dx"], want["dx"], TOL_SINGLE[dtype], f"{kind} input grad, W={world_size}")
+
+
+def check_weight_grads_gathered_equal_single_process(kind: str, dtype: torch.dtype, world_size: int) -> None:
+    got, want = ours(kind, world_size, dtype), single_process(kind, dtype)
+    assert got["dw"].keys() == want["dw"].keys()
+    for key in want["dw"]:
+        assert_close(got["dw"][key], want["dw"][key], TOL_SINGLE[dtype], f"{kind} grad of {key}, W={world_size}")
+
+
+def check_ffn_forward_issues_exactly_one_all_reduce(world_size: int) -> None:
+    for dtype in DTYPES:
+        assert ours("ffn", world_size, dtype)["forward"] == {"all_reduce": 1}
+
+
+def check_collectives_per_pass_are_megatrons(kind: str, world_size: int) -> None:
+    got = ours(kind, world_size, torch.float32)
+    assert (got["forward"], got["backward"]) == MEGATRON_COLLECTIVES[kind]
+
+
+def check_heads_split_equals_one_process(world_size: int) -> None:
+    """Attention split by head: output and input gradient of the one-process attention, one
+    all-reduce in the forward (none with one rank)."""
+    full, _, x, dy = heads_case()
+    xg = x.clone().requires_grad_()
+    want = full(xg)
+    (want * dy).sum().backward()
+    y, dx, counts = shared_launch(PARTS, "heads", world_size)[0]
+    assert_close(y, want.detach(), tol("parallel.heads"), f"attention output, W={world_size}")
+    assert_close(dx, xg.grad, tol("parallel.heads"), f"attention input grad, W={world_size}")
+    assert counts == ({} if world_size == 1 else {"all_reduce": 1})

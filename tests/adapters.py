@@ -23,8 +23,8 @@ from jaxtyping import Bool, Float, Int, UInt8
 from torch import Tensor
 
 import cs336_basics.data as data
-import cs336_basics.generate as generation
-import cs336_basics.sampling as sampling
+import cs336_basics.generation.generate as generation
+import cs336_basics.generation.sampling as sampling
 import cs336_basics.serialization as serialization
 import cs336_basics.tokenizer.tensors as bpe_tensors
 import cs336_basics.tokenizer.tokenizer as bpe_tokenizer

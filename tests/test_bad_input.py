@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cs336_basics.data import get_batch
-from cs336_basics.generate import generate
+from cs336_basics.generation.generate import generate
 from cs336_basics.nn import (
     Embedding,
     FFNBlockConfig,

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from cs336_basics.fixture_io import fixture_names
-from cs336_basics.generate import generate, generate_batch
+from cs336_basics.generation.generate import generate, generate_batch
+from cs336_basics.generation.sampling import sample_next_token, top_p_filter
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
-from cs336_basics.sampling import sample_next_token, top_p_filter
 
 from . import adapters, oracles
 

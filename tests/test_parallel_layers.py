@@ -19,10 +19,9 @@ from cs336_basics.nn.parallel import (
 )
 
 from . import _parallel as P
-from ._helpers import assert_close
-from .floors import MaxErrors, tol
+from .floors import MaxErrors
 
-TOL_SINGLE = {torch.float32: tol("parallel.f32"), torch.float64: tol("parallel.f64")}  # tests/floors.py
+TOL_SINGLE = P.TOL_SINGLE  # tests/floors.py
 
 W = P.WORLD_SIZE
 CASES = [(k, d) for k in P.KINDS for d in P.DTYPES]
@@ -32,44 +31,30 @@ no_process_left_behind = P.no_process_left_behind  # autouse: every test here
 
 
 @pytest.mark.parametrize("kind, dtype", CASES, ids=IDS)
-def test_parallel_output_equals_single_process(kind, dtype, world_size=W):
-    got, want = P.ours(kind, world_size, dtype), P.single_process(kind, dtype)
-    assert_close(got["y"], want["y"], TOL_SINGLE[dtype], f"{kind} output, W={world_size}")
+def test_parallel_output_equals_single_process(kind, dtype):
+    P.check_output_equals_single_process(kind, dtype, W)
 
 
 @pytest.mark.parametrize("kind, dtype", CASES, ids=IDS)
-def test_parallel_input_grad_equals_single_process(kind, dtype, world_size=W):
-    got, want = P.ours(kind, world_size, dtype), P.single_process(kind, dtype)
-    assert_close(got["dx"], want["dx"], TOL_SINGLE[dtype], f"{kind} input grad, W={world_size}")
+def test_parallel_input_grad_equals_single_process(kind, dtype):
+    P.check_input_grad_equals_single_process(kind, dtype, W)
 
 
 @pytest.mark.parametrize("kind, dtype", CASES, ids=IDS)
-def test_parallel_weight_grads_gathered_equal_single_process(kind, dtype, world_size=W):
-    got, want = P.ours(kind, world_size, dtype), P.single_process(kind, dtype)
-    assert got["dw"].keys() == want["dw"].keys()
-    for key in want["dw"]:
-        assert_close(got["dw"][key], want["dw"][key], TOL_SINGLE[dtype], f"{kind} grad of {key}, W={world_size}")
+def test_parallel_weight_grads_gathered_equal_single_process(kind, dtype):
+    P.check_weight_grads_gathered_equal_single_process(kind, dtype, W)
 
 
-# Megatron-LM's operators (Shoeybi et al. 2019, §3): (forward, backward) collectives per pass.
-COLLECTIVES = {
-    "column_gathered": ({"all_gather": 1}, {"all_reduce": 1}),
-    "column_sharded": ({}, {"all_reduce": 1}),
-    "row_parallel_input": ({"all_reduce": 1}, {}),
-    "row_full_input": ({"all_reduce": 1}, {"all_gather": 1}),
-    "ffn": ({"all_reduce": 1}, {"all_reduce": 2}),  # backward: one f per column-parallel layer (w1, w3)
-}
+COLLECTIVES = P.MEGATRON_COLLECTIVES  # (forward, backward) collectives per pass, per kind
 
 
-def test_parallel_ffn_forward_issues_exactly_one_all_reduce(world_size=W):
-    for dtype in P.DTYPES:
-        assert P.ours("ffn", world_size, dtype)["forward"] == {"all_reduce": 1}
+def test_parallel_ffn_forward_issues_exactly_one_all_reduce():
+    P.check_ffn_forward_issues_exactly_one_all_reduce(W)
 
 
 @pytest.mark.parametrize("kind", list(COLLECTIVES))
-def test_parallel_collectives_per_pass_are_megatrons(kind, world_size=W):
-    got = P.ours(kind, world_size, torch.float32)
-    assert (got["forward"], got["backward"]) == COLLECTIVES[kind]
+def test_parallel_collectives_per_pass_are_megatrons(kind):
+    P.check_collectives_per_pass_are_megatrons(kind, W)
 
 
 def test_parallel_column_rank_holds_its_slice_of_output_rows():

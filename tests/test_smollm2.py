@@ -7,7 +7,7 @@ import pytest
 
 from cs336_basics.checkpoints.gguf import load_gguf_model, smollm2_path
 from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.generate import generate
+from cs336_basics.generation.generate import generate
 
 pytestmark = pytest.mark.smollm2
 PROMPT = "What is the capital of France?"

@@ -65,7 +65,7 @@ def _ffn_map(arch: str, naming: str = "hf") -> dict[str, tuple[str, bool]]:
         raise ValueError(f"unknown arch {arch!r}; valid names are {list(ARCHS)}")
     if arch != "llama":
         return _FFN_MAPS[arch]
-    col = convert_llama.NAMINGS.index(naming)
+    col = convert_llama.COLUMNS.index(naming)
     return {
         ours.removesuffix(".weight"): (names[col].removesuffix(".weight"), False)
         for ours, names in convert_llama.LAYER_NAMES.items()

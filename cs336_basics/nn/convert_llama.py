@@ -14,7 +14,7 @@ Names, per layer (ours: Hugging Face, Meta llama3, GGUF):
 
 from torch import Tensor
 
-NAMINGS = ("hf", "meta", "gguf")
+COLUMNS = ("hf", "meta", "gguf")  # the namings of LAYER_NAMES' and TOP_NAMES' columns, in order
 
 # our name within a layer: (Hugging Face, Meta, GGUF)
 LAYER_NAMES = {
@@ -46,23 +46,16 @@ def rotate_half_to_pairs(w: Tensor, num_heads: int) -> Tensor:
     return w.reshape(num_heads, 2, head_dim // 2, d_in).transpose(1, 2).reshape(d_out, d_in)  # (d_out, d_in)
 
 
-def pairs_to_rotate_half(w: Tensor, num_heads: int) -> Tensor:
-    """The inverse of rotate_half_to_pairs (transformers' convert_llama_weights_to_hf `permute`)."""
-    d_out, d_in = w.shape
-    head_dim = d_out // num_heads
-    return w.reshape(num_heads, head_dim // 2, 2, d_in).transpose(1, 2).reshape(d_out, d_in)  # (d_out, d_in)
-
-
 def to_ours(
     state_dict: dict[str, Tensor], naming: str, num_heads: int, num_kv_heads: int, tied: bool = False
 ) -> dict[str, Tensor]:
-    """Rename a Llama-family state dict from `naming` (one of NAMINGS) to ours. Keys may be a
+    """Rename a Llama-family state dict from `naming` (one of COLUMNS) to ours. Keys may be a
     whole model's, one layer's without its prefix (`self_attn.q_proj.weight`, a block) or one
     attention's (`q_proj.weight`). Hugging Face q/k rows are reordered to adjacent pairs. With
     `tied`, the output head is dropped if it equals the embeddings (checkpoints store it twice)."""
-    if naming not in NAMINGS:
-        raise ValueError(f"unknown naming {naming!r}; valid names are {list(NAMINGS)}")
-    col = NAMINGS.index(naming)
+    if naming not in COLUMNS:
+        raise ValueError(f"unknown naming {naming!r}; valid names are {list(COLUMNS)}")
+    col = COLUMNS.index(naming)
     layer = {names[col]: ours for ours, names in LAYER_NAMES.items()}
     attn_only = {src.split(".", 1)[1]: ours.split(".", 1)[1] for src, ours in layer.items() if ours.startswith("attn.")}
     top = {names[col]: ours for ours, names in TOP_NAMES.items()}

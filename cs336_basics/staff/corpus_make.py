@@ -135,7 +135,7 @@ def generate_stories(loaded, params: dict, indices: range) -> list[dict]:
     import torch
 
     from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template
-    from cs336_basics.generate import generate_batch
+    from cs336_basics.generation.generate import generate_batch
 
     model, tokenizer, reader, eos, _ = loaded
     b = params["batch_size"]

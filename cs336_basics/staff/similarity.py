@@ -28,7 +28,6 @@ scores 1). Similarity is evidence for a person to review; it never changes a gra
 import csv
 import difflib
 import functools
-import os
 import re
 import tempfile
 import warnings
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics import REPO
+from cs336_basics.atomic_write import atomic_open
 from cs336_basics.staff.handout import PACKAGE, shipped_files, stub_text
 from cs336_basics.submit import skipped
 
@@ -280,14 +280,12 @@ def write_pairs_csv(pairs: list[Pair], path: Path, threshold: float) -> Path:
     from cs336_basics.staff.grader.spreadsheet import cell
 
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["first", "second", "score", "first_in_second", "second_in_first", "shared_tokens"])
         for p in (p for p in pairs if p.score >= threshold):
             out.writerow([cell(p.first), cell(p.second), f"{p.score:.3f}", f"{p.first_in_second:.3f}",
                           f"{p.second_in_first:.3f}", p.shared_tokens])  # fmt: skip
-    os.replace(tmp, path)
     return path
 
 

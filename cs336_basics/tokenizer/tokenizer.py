@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 
+from cs336_basics.atomic_write import write_atomic
 from cs336_basics.tokenizer.byte_unicode import from_printable, to_printable
 from cs336_basics.tokenizer.pretokenize import PRETOKEN_RE, pretokenize, special_tokens_pattern
 from cs336_basics.tokenizer.train_bpe import merge_word
@@ -91,10 +92,7 @@ class Tokenizer:
         merges = "".join(f"{to_printable(a)} {to_printable(b)}\n" for a, b in self.merges)
         vocab_text = json.dumps(vocab, ensure_ascii=False, indent=0)
         for path, text in ((vocab_filepath, vocab_text), (merges_filepath, merges)):
-            tmp = f"{path}.tmp{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
+            write_atomic(path, text)
 
     def _encode_pretoken(self, pretoken: str) -> list[int]:
         """The ids of one pre-token: its bytes, then repeatedly the adjacent pair of lowest rank

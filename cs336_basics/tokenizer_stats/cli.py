@@ -40,9 +40,9 @@ def corpora(texts: list[str], max_train_chars: int) -> list[Corpus]:
 
 def train_tokenizers(corpora: list[Corpus], vocab_size: int) -> tuple[dict, list[str]]:
     """({name: Tokenizer}, report lines): one tokenizer per corpus, its training timed by phase."""
+    from cs336_basics.corpus import EOT
     from cs336_basics.tokenizer.tokenizer import Tokenizer
     from cs336_basics.tokenizer_stats.phases import train_bpe_by_phase
-    from cs336_basics.train.config import EOT
 
     tokenizers, lines = {}, [f"train_bpe by phase (CPU seconds, one process; vocab_size {vocab_size}):"]
     for c in corpora:
@@ -54,9 +54,9 @@ def train_tokenizers(corpora: list[Corpus], vocab_size: int) -> tuple[dict, list
 
 
 def run_tokenizers(run_dirs: list[str]) -> dict:
+    from cs336_basics.corpus import EOT
     from cs336_basics.tokenizer.tokenizer import Tokenizer
     from cs336_basics.train import tokens as T
-    from cs336_basics.train.config import EOT
 
     out = {}
     for d in map(Path, run_dirs):

@@ -1,15 +1,20 @@
 """`cs336 train [--config FILE.toml] [--resume] [--setting=value ...]`: train a language model with
-this package's components (see cs336_basics/train/config.py for every setting and its default).
+this package's components (every setting, its default and its meaning below).
 Under torchrun (`torchrun --nproc-per-node W -m cs336_basics train ...`) every rank runs it, with
 PyTorch's DistributedDataParallel. Bad input (a missing or empty corpus, a vocab_size below
 256 + 1, a corrupt checkpoint or one from another configuration) is one line on stderr, exit 1."""
 
+import argparse
 import sys
 
 
 def add_command(commands) -> None:
     p = commands.add_parser("train", help="train a language model end to end (tokenizer, model, AdamW, checkpoints)")
+    from cs336_basics.train.config import settings_help
+
     p.description = __doc__
+    p.epilog = settings_help()
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--config", metavar="FILE", help="a TOML file of settings (then the --setting=value ones)")
     p.add_argument("--resume", action="store_true", help="continue the run in out_dir from its checkpoint")
     p.set_defaults(run=run, overrides=[], passes_unknown_args_to="overrides")

@@ -8,65 +8,64 @@ the course corpus (cs336_basics/corpus) within 15 minutes (3.15 after the 600 st
 minutes on one thread; handout/README.md, "Training your model")."""
 
 import dataclasses
+import inspect
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-EOT = "<|endoftext|>"  # the story separator and the tokenizer's one special token (TinyStories, GPT-2)
+from cs336_basics.corpus import EOT
 
 
 @dataclass
 class TrainConfig:
-    # where: the run directory holds config.toml, the tokenizer, the encoded corpus, checkpoint.pt,
-    # metrics.jsonl and loss.png
-    out_dir: str = "runs/default"
-    # the corpus: "" is the project's TinyStories-style corpus (cs336_basics.corpus); else a UTF-8
-    # text file of documents separated by <|endoftext|>, its last valid_fraction held out
-    corpus: str = ""
-    valid_fraction: float = 0.05
+    # where (train/run_dir.py RUN_FILES lists what a run writes there) and what it learns from
+    out_dir: str = "runs/default"  # the run directory
+    corpus: str = ""  # "" the project's corpus; else a UTF-8 text file of documents and <|endoftext|>
+    valid_fraction: float = 0.05  # the fraction of the corpus held out for validation (its end)
     # the tokenizer: trained with train_bpe on the training text, unless vocab/merges files are given
-    vocab_size: int = 2048
-    vocab_path: str = ""
-    merges_path: str = ""
+    vocab_size: int = 2048  # the tokenizer's vocabulary: 256 bytes, <|endoftext|>, then merges
+    vocab_path: str = ""  # a vocab.json to use instead of training a tokenizer (with merges_path)
+    merges_path: str = ""  # a merges.txt to use instead of training a tokenizer (with vocab_path)
     # the model (TransformerLMConfig's fields)
-    context_length: int = 128
-    d_model: int = 128
-    num_layers: int = 4
-    num_heads: int = 4
-    d_ff: int = 384
-    rope_theta: float = 10000.0
+    context_length: int = 128  # tokens per training sequence, the longest context
+    d_model: int = 128  # the residual stream's width
+    num_layers: int = 4  # Transformer blocks
+    num_heads: int = 4  # attention heads per block (d_model / num_heads even: RoPE)
+    d_ff: int = 384  # the feed-forward network's inner width
+    rope_theta: float = 10000.0  # RoPE's base (Theta)
+    norm_eps: float = 1e-5  # the norms' epsilon (RMSNorm / LayerNorm), inside the square root
     # the ablations (TransformerLMConfig): pre / post / none; rope / none (NoPE); swiglu / silu
-    norm: str = "pre"
-    position: str = "rope"
-    ffn: str = "swiglu"
+    norm: str = "pre"  # pre / post / none: where the RMSNorms sit
+    position: str = "rope"  # rope / none (NoPE)
+    ffn: str = "swiglu"  # swiglu / silu (no gate)
     # the optimisation: AdamW, the cosine schedule with warm-up, gradient clipping
     batch_size: int = 32  # the global batch, split across processes under torchrun
-    max_steps: int = 600
-    max_lr: float = 3e-3
-    min_lr: float = 3e-4
-    warmup_steps: int = 50
-    cosine_cycle_steps: int = 0  # 0: max_steps
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    eps: float = 1e-8
-    max_grad_norm: float = 1.0
-    # a run whose training loss is NaN, inf or above this is stopped as diverged (0: 2 ln(vocab_size),
-    # twice the loss of a uniform guess)
-    diverge_loss: float = 0.0
+    max_steps: int = 600  # optimizer steps of the run
+    max_lr: float = 3e-3  # the learning rate after warm-up
+    min_lr: float = 3e-4  # the learning rate at the end of the cosine cycle and after
+    warmup_steps: int = 50  # steps of linear warm-up from 0 to max_lr
+    cosine_cycle_steps: int = 0  # the step the cosine decay reaches min_lr; 0: max_steps
+    weight_decay: float = 0.1  # AdamW's decoupled weight decay
+    beta1: float = 0.9  # AdamW's decay of the first moment
+    beta2: float = 0.95  # AdamW's decay of the second moment
+    adamw_eps: float = 1e-8  # AdamW's epsilon, in the update's denominator (not the norms': norm_eps)
+    max_grad_norm: float = 1.0  # gradients clipped to this global L2 norm
+    diverge_loss: float = 0.0  # a training loss NaN, inf or above this stops the run (0: 2 ln(vocab_size))
     # evaluation, logging and checkpoints, every so many steps
-    eval_interval: int = 100
-    eval_batches: int = 16
-    log_interval: int = 10
-    checkpoint_interval: int = 100
+    eval_interval: int = 100  # steps between validation losses
+    eval_batches: int = 16  # validation batches per evaluation (the same ones every time)
+    log_interval: int = 10  # steps between lines of metrics.jsonl
+    checkpoint_interval: int = 100  # steps between checkpoints (and one at the end)
     # the machine
     device: str = "auto"  # auto: cuda, else mps, else cpu
     dtype: str = "auto"  # auto: bfloat16 autocast on CUDA with bf16 support, else float32; or float32 / bfloat16
     threads: int = 0  # torch.set_num_threads; 0: PyTorch's default (one per core)
     peak_flops: float = 0.0  # one process's peak FLOP/s for MFU; 0: measured at the start by a matmul benchmark
-    seed: int = 0
+    # the randomness
+    seed: int = 0  # the model's initialisation and every batch drawn (train_batch_seed, eval_batch_seed)
     progress: bool = True  # the progress bar (rank 0)
 
     def check(self) -> None:
@@ -131,7 +130,7 @@ class TrainConfig:
         return TransformerLMConfig(
             vocab_size=self.vocab_size, context_length=self.context_length, d_model=self.d_model,
             num_layers=self.num_layers, num_heads=self.num_heads, d_ff=self.d_ff, rope_theta=self.rope_theta,
-            norm=self.norm, position=self.position, ffn=self.ffn,
+            norm=self.norm, position=self.position, ffn=self.ffn, eps=self.norm_eps,
         )  # fmt: skip
 
     def to_toml(self) -> str:
@@ -141,11 +140,32 @@ class TrainConfig:
 # What a checkpoint's shapes and meaning depend on: a run resumed with any of these changed is
 # another run (cs336 train --resume refuses it).
 ARCHITECTURE = ("vocab_size", "vocab_path", "merges_path", "context_length", "d_model", "num_layers", "num_heads",
-                "d_ff", "rope_theta", "norm", "position", "ffn", "corpus", "valid_fraction")  # fmt: skip
+                "d_ff", "rope_theta", "norm_eps", "norm", "position", "ffn", "corpus", "valid_fraction")  # fmt: skip
 
 
 # Settings that do not change what a run computes: two runs differing only in these are the same run.
 MACHINE = ("out_dir", "progress", "threads", "device")
+
+
+# Settings that changed name: the old name is refused with the new one, never silently ignored.
+RENAMED = {"eps": "adamw_eps"}  # AdamW's epsilon, not the norms' (norm_eps)
+
+
+def settings_help() -> str:
+    """Every setting with its default and its meaning (its comment in TrainConfig), one a line."""
+    meanings, names = setting_meanings(), [f"--{f.name}={_toml_value(f.default)}" for f in fields(TrainConfig)]
+    width = max(map(len, names))
+    lines = [f"  {name.ljust(width)}  {meanings[f.name]}" for name, f in zip(names, fields(TrainConfig), strict=True)]
+    return "settings (--setting=value, or setting = value in the --config file), with their defaults:\n" + "\n".join(
+        lines
+    )
+
+
+def setting_meanings() -> dict[str, str]:
+    """Each TrainConfig field's trailing comment in this file's source ("" for a field without one)."""
+    source = inspect.getsource(TrainConfig).split("\n    def ")[0]
+    found = {m[1]: m[2] for m in re.finditer(r"^    (\w+): [^=\n]+=[^#\n]*(?:#\s*(.*))?$", source, re.M)}
+    return {f.name: found.get(f.name) or "" for f in fields(TrainConfig)}
 
 
 def _toml_value(v) -> str:
@@ -187,6 +207,8 @@ def apply(config: TrainConfig, values: dict, source: str) -> TrainConfig:
     changes = {}
     for key, value in values.items():
         name = key.replace("-", "_")
+        if name in RENAMED:
+            raise ValueError(f"{source}: the setting {key!r} is now called {RENAMED[name]!r}")
         if name not in types:
             raise ValueError(f"{source}: unknown setting {key!r} (settings: {', '.join(types)})")
         changes[name] = _coerce(name, types[name], value)

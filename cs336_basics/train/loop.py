@@ -17,6 +17,7 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -31,9 +32,8 @@ from cs336_basics.serialization import load_checkpoint, read_checkpoint, save_ch
 from cs336_basics.train import metrics as M
 from cs336_basics.train import mfu as U
 from cs336_basics.train import tokens as T
-from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config, read_toml
-
-CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"  # sweep.py names them too
+from cs336_basics.train.config import ARCHITECTURE, TrainConfig, load_config
+from cs336_basics.train.run_dir import CHECKPOINT, CONFIG
 
 
 def resolve_device(name: str) -> torch.device:
@@ -93,6 +93,18 @@ def _distributed() -> tuple[int, int]:
     return 0, 1
 
 
+def train_batch_seed(seed: int, step: int) -> int:
+    """The generator seed of training step `step`'s batch: a function of (seed, step) alone, so a
+    resumed run draws the batches the uninterrupted run would have (distinct for steps < 1_000_003)."""
+    return seed * 1_000_003 + step
+
+
+def eval_batch_seed(seed: int, i: int) -> int:
+    """The generator seed of the i-th validation batch: the same batches at every evaluation, and
+    offset by 1_000_000_007 away from the training batches' seeds."""
+    return seed * 7919 + 1_000_000_007 + i
+
+
 def _batch(tokens, config: TrainConfig, seed: int, rank: int, world: int, device):
     """This rank's rows of the global batch that `seed` draws."""
     x, y = get_batch(tokens, config.batch_size, config.context_length, "cpu", torch.Generator().manual_seed(seed))
@@ -106,7 +118,7 @@ def evaluate(model, tokens, config: TrainConfig, device, autocast) -> float:
     model.eval()
     losses = []
     for i in range(config.eval_batches):
-        x, y = _batch(tokens, config, config.seed * 7919 + 1_000_000_007 + i, 0, 1, device)
+        x, y = _batch(tokens, config, eval_batch_seed(config.seed, i), 0, 1, device)
         with autocast():
             logits = model(x)
         losses.append(float(cross_entropy(logits.float(), y)))
@@ -146,17 +158,12 @@ def _prepare(config: TrainConfig, resume: bool, run_dir: Path) -> None:
         T.load_split(run_dir, split, config.context_length)
 
 
-def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run_dir: Path) -> dict:
-    if rank == 0:
-        _prepare(config, resume, run_dir)
-    if world > 1:
-        dist.barrier()
-    train_tokens = T.load_split(run_dir, "train", config.context_length)
-    valid_tokens = T.load_split(run_dir, "valid", config.context_length)
-
+def _model_and_optimizer(config: TrainConfig, resume: bool, device, run_dir: Path):
+    """The model and AdamW, seeded, and the step to start from: 0, or the checkpoint's with the time
+    and CPU time the run had spent by then (`offset`)."""
     torch.manual_seed(config.seed)
     model = TransformerLM(config.model_config(), device=device)
-    optimizer = AdamW(model.parameters(), lr=config.max_lr, betas=(config.beta1, config.beta2), eps=config.eps,
+    optimizer = AdamW(model.parameters(), lr=config.max_lr, betas=(config.beta1, config.beta2), eps=config.adamw_eps,
                       weight_decay=config.weight_decay)  # fmt: skip
     start, offset = 0, {"time_s": 0.0, "cpu_s": 0.0}
     if resume:
@@ -167,6 +174,89 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
             raise ValueError(f"--resume: {run_dir / CHECKPOINT} is from another configuration: {reason}") from None
         done = [r for r in M.read_metrics(run_dir) if r["step"] <= start and "train_loss" in r]
         offset = {k: done[-1][k] for k in offset} if done else offset
+    return model, optimizer, start, offset
+
+
+@dataclass
+class _Meter:
+    """The measured part of a logged record: throughput since the last record, utilisation of
+    `peak`, and wall and CPU time since the start plus a resumed run's earlier `offset`."""
+
+    tokens_per_step: int
+    flops_per_token: float
+    peak: float
+    offset: dict
+    last_step: int
+    t0: float = field(default_factory=time.perf_counter)
+    c0: float = field(default_factory=time.process_time)
+    last_time: float = field(default_factory=time.perf_counter)
+
+    def record(self, done: int, train_loss: float, lr: float, grad_norm: float) -> dict:
+        now = time.perf_counter()
+        speed = (done - self.last_step) * self.tokens_per_step / max(now - self.last_time, 1e-9)
+        self.last_step, self.last_time = done, now
+        return {"step": done, "train_loss": train_loss, "lr": lr, "grad_norm": grad_norm,
+                "tokens": done * self.tokens_per_step, "tokens_per_s": round(speed, 1),
+                **U.utilisation(speed, self.flops_per_token, self.peak), "peak_flops_per_s": float(f"{self.peak:.4g}"),
+                "time_s": round(self.offset["time_s"] + now - self.t0, 3),
+                "cpu_s": round(self.offset["cpu_s"] + time.process_time() - self.c0, 3)}  # fmt: skip
+
+    def time_s(self) -> float:
+        return round(self.offset["time_s"] + time.perf_counter() - self.t0, 3)
+
+
+def _step(net, model, optimizer, tokens, config: TrainConfig, step: int, rank: int, world: int, device, autocast):
+    """One optimizer step at the scheduled learning rate: (loss, lr, gradient norm before clipping)."""
+    lr = get_lr_cosine_schedule(step, config.max_lr, config.min_lr, config.warmup_steps, config.cycle_steps)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    x, y = _batch(tokens, config, train_batch_seed(config.seed, step), rank, world, device)
+    with autocast():
+        logits = net(x)
+    loss = cross_entropy(logits.float(), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = gradient_clipping(model.parameters(), config.max_grad_norm)
+    optimizer.step()
+    return loss, lr, grad_norm
+
+
+def _log(record: dict, config: TrainConfig, rank: int, run_dir: Path, bar) -> None:
+    """Rank 0 appends the record to metrics.jsonl; a diverged loss (above the bound, or NaN) stops the run."""
+    diverged = not record["train_loss"] <= config.loss_bound  # NaN too
+    if rank == 0:
+        M.append_metrics(run_dir, {**record, "diverged": True} if diverged else record)
+    if diverged:
+        raise FloatingPointError(
+            f"the training loss is {record['train_loss']} at step {record['step']}, above diverge_loss="
+            f"{config.loss_bound:.4g}: the run diverged (lower max_lr?); metrics.jsonl marks it"
+        )
+    if bar is not None:
+        bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}",
+                        mfu=f"{record['mfu']:.1%}", refresh=False)  # fmt: skip
+
+
+def _evaluate_and_plot(
+    model, tokens, config: TrainConfig, device, autocast, run_dir: Path, meter: _Meter, record: dict, bar
+) -> dict:
+    """Rank 0: the validation loss, appended to metrics.jsonl, plotted and printed; the record with it."""
+    valid = evaluate(model, tokens, config, device, autocast)
+    record = {**record, "valid_loss": valid}
+    M.append_metrics(run_dir, {"step": record["step"], "valid_loss": valid, "time_s": meter.time_s()})
+    M.plot_losses(run_dir, f"{run_dir.name}: {sum(p.numel() for p in model.parameters()):,} parameters")
+    line = f"step {record['step']}: validation loss {valid:.4f}, {record.get('time_s', 0) / 60:.1f} min, {record.get('cpu_s', 0) / 60:.1f} CPU min"
+    bar.write(line) if bar is not None else print(line, file=sys.stderr, flush=True)
+    return record
+
+
+def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run_dir: Path) -> dict:
+    if rank == 0:
+        _prepare(config, resume, run_dir)
+    if world > 1:
+        dist.barrier()
+    train_tokens = T.load_split(run_dir, "train", config.context_length)
+    valid_tokens = T.load_split(run_dir, "valid", config.context_length)
+    model, optimizer, start, offset = _model_and_optimizer(config, resume, device, run_dir)
     if rank == 0:
         write_atomic(run_dir / CONFIG, config.to_toml())
         M.truncate_metrics(run_dir, start)
@@ -185,24 +275,12 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
         from tqdm import tqdm
 
         bar = tqdm(total=config.max_steps, initial=start, unit="step", dynamic_ncols=True, smoothing=0.1)
-    tokens_per_step = config.batch_size * config.context_length
     peak = world * (config.peak_flops or U.measure_peak_flops(device, dtype or torch.float32))
-    flops_per_token = U.model_flops_per_token(config.model_config())
-    t0, c0, last = time.perf_counter(), time.process_time(), (start, time.perf_counter())
+    meter = _Meter(config.batch_size * config.context_length, U.model_flops_per_token(config.model_config()), peak,
+                   offset, start)  # fmt: skip
     record: dict = {"step": start}
     for step in range(start, config.max_steps):
-        lr = get_lr_cosine_schedule(step, config.max_lr, config.min_lr, config.warmup_steps, config.cycle_steps)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        x, y = _batch(train_tokens, config, config.seed * 1_000_003 + step, rank, world, device)
-        with autocast():
-            logits = net(x)
-        loss = cross_entropy(logits.float(), y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = gradient_clipping(model.parameters(), config.max_grad_norm)
-        optimizer.step()
-
+        loss, lr, grad_norm = _step(net, model, optimizer, train_tokens, config, step, rank, world, device, autocast)
         done = step + 1
         last_step = done == config.max_steps
         if done % config.log_interval == 0 or last_step:
@@ -210,34 +288,10 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
             if world > 1:
                 dist.all_reduce(value)
                 value /= world
-            now = time.perf_counter()
-            speed = (done - last[0]) * tokens_per_step / max(now - last[1], 1e-9)
-            last = (done, now)
-            record = {"step": done, "train_loss": float(value), "lr": lr, "grad_norm": float(grad_norm),
-                      "tokens": done * tokens_per_step, "tokens_per_s": round(speed, 1),
-                      **U.utilisation(speed, flops_per_token, peak), "peak_flops_per_s": float(f"{peak:.4g}"),
-                      "time_s": round(offset["time_s"] + now - t0, 3),
-                      "cpu_s": round(offset["cpu_s"] + time.process_time() - c0, 3)}  # fmt: skip
-            diverged = not record["train_loss"] <= config.loss_bound  # NaN too
-            if rank == 0:
-                M.append_metrics(run_dir, {**record, "diverged": True} if diverged else record)
-            if diverged:
-                raise FloatingPointError(
-                    f"the training loss is {record['train_loss']} at step {done}, above diverge_loss="
-                    f"{config.loss_bound:.4g}: the run diverged (lower max_lr?); metrics.jsonl marks it"
-                )
-            if bar is not None:
-                bar.set_postfix(
-                    loss=f"{record['train_loss']:.3f}", tok_s=f"{speed:.0f}", mfu=f"{record['mfu']:.1%}", refresh=False
-                )
+            record = meter.record(done, float(value), lr, float(grad_norm))
+            _log(record, config, rank, run_dir, bar)
         if rank == 0 and (done % config.eval_interval == 0 or last_step):
-            valid = evaluate(model, valid_tokens, config, device, autocast)
-            record = {**record, "valid_loss": valid}
-            M.append_metrics(run_dir, {"step": done, "valid_loss": valid,
-                                       "time_s": round(offset["time_s"] + time.perf_counter() - t0, 3)})  # fmt: skip
-            M.plot_losses(run_dir, f"{run_dir.name}: {sum(p.numel() for p in model.parameters()):,} parameters")
-            line = f"step {done}: validation loss {valid:.4f}, {record.get('time_s', 0) / 60:.1f} min, {record.get('cpu_s', 0) / 60:.1f} CPU min"
-            bar.write(line) if bar is not None else print(line, file=sys.stderr, flush=True)
+            record = _evaluate_and_plot(model, valid_tokens, config, device, autocast, run_dir, meter, record, bar)
         if rank == 0 and (done % config.checkpoint_interval == 0 or last_step):
             save_checkpoint(model, optimizer, done, run_dir / CHECKPOINT)
         if bar is not None:
@@ -245,27 +299,3 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
     if bar is not None:
         bar.close()
     return record
-
-
-def load_trained(run_dir: str | os.PathLike, device: str = "cpu"):
-    """(model, tokenizer) of a run directory `cs336 train` wrote: config.toml, the tokenizer files
-    and checkpoint.pt (cs336 generate --checkpoint DIR)."""
-    from cs336_basics.tokenizer.tokenizer import Tokenizer
-    from cs336_basics.train.config import EOT, apply
-
-    run_dir = Path(run_dir)
-    for name in (CONFIG, T.VOCAB, T.MERGES, CHECKPOINT):
-        if not (run_dir / name).is_file():
-            raise FileNotFoundError(
-                f"--checkpoint {os.fspath(run_dir)!r}: no {name} there (a cs336 train run directory)"
-            )
-    config = apply(TrainConfig(), read_toml(run_dir / CONFIG), os.fspath(run_dir / CONFIG))
-    state = read_checkpoint(run_dir / CHECKPOINT)
-    model = TransformerLM(config.model_config(), device=device)
-    try:
-        model.load_state_dict(state["model"])
-    except RuntimeError as e:
-        reason = " ".join(str(e).split())[:300]
-        raise ValueError(f"{run_dir / CHECKPOINT} does not match {run_dir / CONFIG}: {reason}") from None
-    model.eval()
-    return model, Tokenizer.from_files(run_dir / T.VOCAB, run_dir / T.MERGES, [EOT])

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from cs336_basics.atomic_write import write_atomic
+from cs336_basics.corpus import EOT
 from cs336_basics.tokenizer.tokenizer import Tokenizer
 from cs336_basics.tokenizer.train_bpe import train_bpe
-from cs336_basics.train.config import EOT, TrainConfig
+from cs336_basics.train.config import TrainConfig
 
 VOCAB, MERGES, META = "vocab.json", "merges.txt", "tokens.json"
 

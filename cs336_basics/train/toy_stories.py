@@ -7,7 +7,7 @@ same text."""
 
 import numpy as np
 
-from cs336_basics.train.config import EOT
+from cs336_basics.corpus import EOT
 
 NAMES = ["Lily", "Tom", "Mia", "Ben", "Sue", "Max", "Anna", "Sam", "Lucy", "Tim", "Zoe", "Jack"]
 FRIENDS = ["dog", "cat", "bird", "frog", "bunny", "bear", "duck", "fox"]

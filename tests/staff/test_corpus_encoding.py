@@ -4,9 +4,9 @@ cutting the text where a document starts, and gets the ids one process gets."""
 import numpy as np
 import pytest
 
+from cs336_basics.corpus import EOT
 from cs336_basics.tokenizer.tokenizer import Tokenizer
 from cs336_basics.tokenizer.train_bpe import train_bpe
-from cs336_basics.train.config import EOT
 from cs336_basics.train.tokens import document_chunks, encode_text
 from cs336_basics.train.toy_stories import toy_stories
 

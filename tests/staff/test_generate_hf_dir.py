@@ -10,8 +10,8 @@ import re
 import pytest
 import torch
 
-from cs336_basics.generate import generate
-from cs336_basics.generate_cli import load
+from cs336_basics.generation.generate import generate
+from cs336_basics.generation.generate_cli import load
 from cs336_basics.staff.cli import main
 
 pytestmark = pytest.mark.slow  # second tier: a transformers checkpoint written and loaded
@@ -69,7 +69,7 @@ def test_hf_dir_greedy_tokens_equal_transformers_generate(hf_dir):
     path, theirs = hf_dir
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    from cs336_basics.generate_cli import add_command
+    from cs336_basics.generation.generate_cli import add_command
 
     add_command(sub)
     args = parser.parse_args(_cli_args(path))

@@ -344,7 +344,7 @@ def test_generate_top_p_keeps_a_wide_nucleus_as_transformers_does(vocab, scale):
     """Hundreds of tokens in the nucleus: the tokens transformers' TopPLogitsWarper keeps."""
     from transformers.generation.logits_process import TopPLogitsWarper
 
-    from cs336_basics.sampling import top_p_filter
+    from cs336_basics.generation.sampling import top_p_filter
 
     logits = torch.randn(3, vocab, generator=torch.Generator().manual_seed(4), dtype=torch.float64) * scale
     ours = top_p_filter(torch.softmax(logits, dim=-1), 0.9)

@@ -23,13 +23,38 @@ def imported_modules(path: Path) -> set[str]:
     return names
 
 
-def test_layering_nn_imports_nothing_of_the_package_outside_nn():
+def _package_imports(path: Path) -> set[str]:
+    return {m for m in imported_modules(path) if m.startswith("cs336_basics.")}
+
+
+def _module_file(name: str) -> Path | None:
+    """The file of a module name (or of the module `name`'s last part is imported from)."""
+    for candidate in (name, name.rpartition(".")[0]):
+        path = REPO / (candidate.replace(".", "/") + ".py")
+        if path.is_file():
+            return path
+    return None
+
+
+def _is_leaf(name: str) -> bool:
+    """A module of the package that imports nothing of the package (atomic_write): below every layer."""
+    path = _module_file(name)
+    return path is not None and not _package_imports(path)
+
+
+def test_layering_nn_imports_nothing_of_the_package_outside_nn_but_leaves():
     above = {
-        str(path.relative_to(REPO)): sorted(m for m in imported_modules(path)
-                                            if m.startswith("cs336_basics.") and not m.startswith("cs336_basics.nn"))
+        str(path.relative_to(REPO)): sorted(m for m in _package_imports(path)
+                                            if not m.startswith("cs336_basics.nn") and not _is_leaf(m))
         for path in (PACKAGE / "nn").rglob("*.py")
     }  # fmt: skip
     assert {path: mods for path, mods in above.items() if mods} == {}
+
+
+def test_layering_a_leaf_is_a_module_importing_nothing_of_the_package():
+    assert _is_leaf("cs336_basics.atomic_write.atomic_open")
+    assert not _is_leaf("cs336_basics.train.loop")
+    assert not _is_leaf("cs336_basics.nowhere")
 
 
 def test_layering_checkpoint_files_are_read_outside_nn():
@@ -38,3 +63,11 @@ def test_layering_checkpoint_files_are_read_outside_nn():
                if {"gguf", "safetensors.torch", "importlib.util"} & imported_modules(p)]  # fmt: skip
     assert readers == []
     assert {"gguf", "hf", "gguf_tokenizer"} <= {p.stem for p in (PACKAGE / "checkpoints").glob("*.py")}
+
+
+def test_layering_generation_never_imports_the_training_loop():
+    """`cs336 generate --checkpoint` reads a run directory through train/run_dir.py, not the loop."""
+    importers = [str(p.relative_to(REPO)) for p in (PACKAGE / "generation").rglob("*.py")
+                 if any(m.startswith("cs336_basics.train.loop") for m in imported_modules(p))]  # fmt: skip
+    assert importers == []
+    assert "cs336_basics.train.run_dir.load_trained" in imported_modules(PACKAGE / "generation" / "generate_cli.py")

@@ -28,7 +28,8 @@ from cs336_basics.staff.grader.leaderboard import Entry, evaluate_entry
 from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.submit import write_submission
 from cs336_basics.train.config import TrainConfig
-from cs336_basics.train.loop import load_trained, train
+from cs336_basics.train.loop import train
+from cs336_basics.train.run_dir import load_trained
 
 CONFIG = load_config()
 GRADER = replace(CONFIG, limits=replace(CONFIG.limits, total_s=3600))

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from cs336_basics.generate import generate
+from cs336_basics.generation.generate import generate
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
 from cs336_basics.nn.parallel import ParallelTransformerLM, choose_backend, load_sharded
 from cs336_basics.nn.parallel.launch import launch

@@ -18,7 +18,6 @@ from cs336_basics.testing import tolerance
 
 from .. import _parallel as P
 from .. import oracles
-from .. import test_parallel_heads as heads
 from .. import test_parallel_layers as layers
 from .._helpers import assert_close, rand
 from ..adapters import (
@@ -45,15 +44,15 @@ def _ids(world_size):
 @pytest.mark.parametrize("world_size", OTHER_SIZES, ids=_ids)
 @pytest.mark.parametrize("kind, dtype", layers.CASES, ids=CASE_IDS)
 def test_parallel_output_and_gradients_equal_single_process_at_other_world_sizes(kind, dtype, world_size):
-    layers.test_parallel_output_equals_single_process(kind, dtype, world_size)
-    layers.test_parallel_input_grad_equals_single_process(kind, dtype, world_size)
-    layers.test_parallel_weight_grads_gathered_equal_single_process(kind, dtype, world_size)
+    P.check_output_equals_single_process(kind, dtype, world_size)
+    P.check_input_grad_equals_single_process(kind, dtype, world_size)
+    P.check_weight_grads_gathered_equal_single_process(kind, dtype, world_size)
 
 
-@pytest.mark.parametrize("kind", list(layers.COLLECTIVES))
+@pytest.mark.parametrize("kind", list(P.MEGATRON_COLLECTIVES))
 def test_parallel_collectives_per_pass_are_megatrons_with_four_ranks(kind):
-    layers.test_parallel_collectives_per_pass_are_megatrons(kind, 4)
-    layers.test_parallel_ffn_forward_issues_exactly_one_all_reduce(4)
+    P.check_collectives_per_pass_are_megatrons(kind, 4)
+    P.check_ffn_forward_issues_exactly_one_all_reduce(4)
 
 
 def test_parallel_single_rank_issues_no_collective():
@@ -64,7 +63,7 @@ def test_parallel_single_rank_issues_no_collective():
 
 @pytest.mark.parametrize("world_size", OTHER_SIZES, ids=_ids)
 def test_parallel_heads_split_equals_one_process_at_other_world_sizes(world_size):
-    heads.test_parallel_heads_split_equals_one_process(world_size)
+    P.check_heads_split_equals_one_process(world_size)
 
 
 @pytest.mark.parametrize("gather_output", [True, False], ids=["gathered", "sharded"])

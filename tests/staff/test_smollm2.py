@@ -8,7 +8,7 @@ import torch
 
 from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
 from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
-from cs336_basics.generate import generate
+from cs336_basics.generation.generate import generate
 from cs336_basics.testing import scaled_error, tolerance
 
 from .._helpers import assert_close

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from cs336_basics.cli import main
+from cs336_basics.corpus import EOT
 from cs336_basics.tokenizer.tokenizer import Tokenizer
 from cs336_basics.tokenizer.train_bpe import train_bpe
 from cs336_basics.tokenizer_stats import measure as M
 from cs336_basics.tokenizer_stats.phases import train_bpe_by_phase
-from cs336_basics.train.config import EOT
 from cs336_basics.train.toy_stories import toy_stories
 
 PHASES = ["pre-tokenization", "counting", "merging"]

@@ -167,3 +167,46 @@ def test_train_only_rank_0_writes_under_torchrun(distributed_run):
     assert rank1 == []
     written = {Path(line.split(" ", 1)[1]).name for line in rank0}
     assert {"checkpoint.pt", "metrics.jsonl", "loss.png", "config.toml", "train.u16"} <= written, written
+
+
+def test_train_run_writes_exactly_the_run_files(trained):
+    from cs336_basics.train.run_dir import RUN_FILES
+
+    assert sorted(p.name for p in trained.iterdir()) == sorted(RUN_FILES)
+
+
+def test_train_run_files_are_each_named_in_the_handout_readme():
+    from cs336_basics.train.run_dir import RUN_FILES
+
+    section = (REPO / "handout" / "README.md").read_text().split("\n## Training your model\n")[1].split("\n## ")[0]
+    assert [name for name in RUN_FILES if f"`{name}`" not in section] == []
+
+
+def test_train_help_lists_every_setting_with_its_default_and_meaning(capsys):
+    from dataclasses import fields
+
+    from cs336_basics.train.config import TrainConfig, _toml_value
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for f in fields(TrainConfig):
+        line = next((x for x in lines if x.split() and x.split()[0] == f"--{f.name}={_toml_value(f.default)}"), None)
+        assert line is not None and len(line.split()) > 1, f"{f.name}: {line!r}"
+
+
+@pytest.mark.parametrize("where", ["command line", "config file"])
+def test_train_old_eps_setting_is_refused_naming_adamw_eps(where, tmp_path, capsys):
+    config = tmp_path / "run.toml"
+    config.write_text("eps = 1e-5\n")
+    args = ["--eps=1e-5"] if where == "command line" else ["--config", str(config)]
+    assert main(["train", *args, f"--out_dir={tmp_path / 'run'}"]) == 1
+    assert "'eps' is now called 'adamw_eps'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_norm_eps_reaches_the_model_and_adamw_eps_the_optimizer():
+    from cs336_basics.train.config import load_config
+
+    config = load_config(overrides={"norm_eps": "1e-3", "adamw_eps": "1e-6"})
+    assert config.model_config().eps == 1e-3 and config.adamw_eps == 1e-6

@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from cs336_basics.atomic_write import atomic_open
 from cs336_basics.nn import convert
 from cs336_basics.nn.parallel import sharding
 from cs336_basics.nn.parallel.comm import choose_backend
@@ -181,10 +182,8 @@ def _rank_main(
             dist.destroy_process_group()
     except BaseException as e:  # noqa: BLE001 -- every failure goes back to the parent
         result = _failure(e)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
+    with atomic_open(path, "wb") as f:
         torch.save(result, f, pickle_module=pickle)
-    tmp.rename(path)
     if "error" in result:
         os._exit(1)
 
@@ -232,46 +231,69 @@ def launch(
             )
             for r in range(world_size)
         ]
-        running = list(procs)
-        try:
-            for p in procs:
-                p.start()
-            deadline = time.monotonic() + timeout
-            while running and time.monotonic() < deadline:
-                for s in wait([p.sentinel for p in running], timeout=deadline - time.monotonic()):
-                    p = next(p for p in running if p.sentinel == s)
-                    p.join()
-                    running.remove(p)
-                if any(p.exitcode != 0 for p in procs if p.exitcode is not None):
-                    break  # one rank failed: its partners may be blocked in a collective
-        finally:
-            unfinished = [r for r, p in enumerate(procs) if p in running]
-            _stop(procs)
-        results, errors, silent = [], [], []
-        for r, p in enumerate(procs):
-            path = Path(out) / f"rank{r}.pkl"
-            if not path.exists():
-                results.append(None)
-                if r not in unfinished:
-                    silent.append((r, p.exitcode))
-                continue
-            with open(path, "rb") as f:
-                res = torch.load(f, pickle_module=pickle, weights_only=False)
-            if "error" in res:
-                errors.append((res["time_ns"], r, res))
-            elif record is not None and isinstance(res.get("calls"), list):
-                record.calls.update(str(c) for c in res["calls"])
-                record.operators += int(res.get("operators", 0))
-                record.recorded += 1
-            results.append(res.get("ok"))
-    if errors:
-        _, rank, res = min(errors, key=lambda e: e[:2])  # the first to fail; its partners fail after it
+        unfinished = _wait_for_ranks(procs, timeout)
+        outcome = _collect(procs, Path(out), unfinished, record)
+    if outcome.errors:
+        _, rank, res = min(outcome.errors, key=lambda e: e[:2])  # the first to fail; its partners fail after it
         raise res["error"] from RemoteTraceback(f"\nrank {rank} of {world_size}:\n{res['traceback']}")
-    if silent:
-        raise RuntimeError(f"ranks died without a result (rank, exit code): {silent}")
+    if outcome.silent:
+        raise RuntimeError(f"ranks died without a result (rank, exit code): {outcome.silent}")
     if unfinished:
         raise TimeoutError(f"ranks {unfinished} of a group of {world_size} did not finish within {timeout:g} s; killed")
-    return results
+    return outcome.results
+
+
+def _wait_for_ranks(procs: list, timeout: float | int) -> list[int]:  # noqa: PYI041 -- beartype: an int is not a float
+    """Start the ranks and wait until all end, one fails, or `timeout` passes; every rank is
+    stopped then. The ranks still running at that point."""
+    running = list(procs)
+    try:
+        for p in procs:
+            p.start()
+        deadline = time.monotonic() + timeout
+        while running and time.monotonic() < deadline:
+            for s in wait([p.sentinel for p in running], timeout=deadline - time.monotonic()):
+                p = next(p for p in running if p.sentinel == s)
+                p.join()
+                running.remove(p)
+            if any(p.exitcode != 0 for p in procs if p.exitcode is not None):
+                break  # one rank failed: its partners may be blocked in a collective
+    finally:
+        unfinished = [r for r, p in enumerate(procs) if p in running]
+        _stop(procs)
+    return unfinished
+
+
+@dataclass
+class _Outcome:
+    """What the ranks left in their result files: fn's values (None where a rank left none), the
+    failures as (time_ns, rank, result), and the ranks that ended without a file (rank, exit code)."""
+
+    results: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    silent: list = field(default_factory=list)
+
+
+def _collect(procs: list, out: Path, unfinished: list[int], record) -> _Outcome:
+    """Read each rank's result file; a recorded run's calls are added to `record`."""
+    outcome = _Outcome()
+    for r, p in enumerate(procs):
+        path = out / f"rank{r}.pkl"
+        if not path.exists():
+            outcome.results.append(None)
+            if r not in unfinished:
+                outcome.silent.append((r, p.exitcode))
+            continue
+        with open(path, "rb") as f:
+            res = torch.load(f, pickle_module=pickle, weights_only=False)
+        if "error" in res:
+            outcome.errors.append((res["time_ns"], r, res))
+        elif record is not None and isinstance(res.get("calls"), list):
+            record.calls.update(str(c) for c in res["calls"])
+            record.operators += int(res.get("operators", 0))
+            record.recorded += 1
+        outcome.results.append(res.get("ok"))
+    return outcome
 
 
 def _sharded_output(rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor):

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 CONTROLLERS = ("memory", "pids", "cpu")
 OPTIONAL_V1 = ("cpuacct",)  # CPU time: co-mounted with cpu ("cpu,cpuacct") or a hierarchy of its own
-CGROUP_ROOT = "/sys/fs/cgroup"
 MOUNTINFO, PROC_CGROUP = "/proc/self/mountinfo", "/proc/self/cgroup"  # a test points these at a fake tree
 PERIOD_US = 100_000
 _counter = itertools.count(1)

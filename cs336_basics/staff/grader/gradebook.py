@@ -10,10 +10,10 @@ separate processes (forked from one shared forkserver), so N threads keep N work
 """
 
 import csv
-import os
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from cs336_basics.atomic_write import atomic_open
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.grade import GradeReport, grade
 from cs336_basics.staff.grader.report import write_results
@@ -26,8 +26,7 @@ def write_gradebook(reports: list[GradeReport], path: Path, components: list[str
     similarity.Closest), two more columns: each submission's highest similarity and with whom."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         out = csv.writer(f)
         similar = ["similarity", "most_similar_to"] if closest is not None else []
         out.writerow(["submission", *components, "total", "max_score", "review", *similar])
@@ -40,7 +39,6 @@ def write_gradebook(reports: list[GradeReport], path: Path, components: list[str
                 match = closest.get(name)
                 row += [f"{match.score:.3f}", cell(match.other)] if match else ["0", ""]
             out.writerow(row)
-    os.replace(tmp, path)
     return path
 
 

@@ -17,9 +17,9 @@ results.json is valid UTF-8 JSON of at most MAX_RESULTS_BYTES: 100,000 character
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from cs336_basics.atomic_write import write_atomic
 from cs336_basics.staff.grader.grade import GradeReport
 from cs336_basics.staff.grader.sanitize import MAX_OUTPUT_CHARS, MAX_TOTAL_CHARS, clean
 from cs336_basics.staff.grader.static_check import MAX_FINDINGS
@@ -138,11 +138,8 @@ def _write_json(results: dict, path: Path) -> Path:
     data = json.dumps(results, indent=2, ensure_ascii=False).encode("utf-8")  # strict: no surrogates
     if len(data) > MAX_RESULTS_BYTES:
         raise ValueError(f"results.json would be {len(data)} bytes, over its bound of {MAX_RESULTS_BYTES}")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_atomic(path, data)
+    os.chmod(path, 0o644)  # readable by the harness whatever the umask
     return path
 
 

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-import cs336_basics.generate as generation
+import cs336_basics.generation.generate as generation
 from cs336_basics.nn import TransformerBlock, TransformerLM
 from cs336_basics.nn import functional as F
 
@@ -364,7 +364,7 @@ def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None):
     return F.linear(model.ln_final(x), model.token_embeddings.weight)
 
 
-# ---- generate (replacements for cs336_basics.generate.generate) -----------------------------------------
+# ---- generate (replacements for cs336_basics.generation.generate.generate) -----------------------------------------
 
 
 def _prefill(model, prompt_ids, max_new_tokens):

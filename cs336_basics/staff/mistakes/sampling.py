@@ -1,11 +1,11 @@
-"""Sampling mistakes (cs336_basics/sampling.py and generation's stopping rule), graded under
+"""Sampling mistakes (cs336_basics/generation/sampling.py and generation's stopping rule), graded under
 `generate`: temperature in the wrong place, the wrong nucleus, no renormalisation, a draw
 that is not the token id, and an end-of-sequence id that does not stop generation."""
 
 import torch
 
-import cs336_basics.generate as generation
-import cs336_basics.sampling as sampling
+import cs336_basics.generation.generate as generation
+import cs336_basics.generation.sampling as sampling
 from cs336_basics.nn import functional as F
 
 from . import mistake, variant

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-import cs336_basics.generate as generation
+import cs336_basics.generation.generate as generation
 from cs336_basics.nn import functional as F
 
 from . import plus_bias, up, variant

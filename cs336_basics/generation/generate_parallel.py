@@ -1,5 +1,5 @@
 """Generation with the language model split over a group (nn.parallel): every rank holds its
-shard, runs the same `cs336_basics.generate.generate` loop (with a KV cache of its local kv heads) and, since
+shard, runs the same `cs336_basics.generation.generate.generate` loop (with a KV cache of its local kv heads) and, since
 each layer's all-reduces leave the same residual stream on every rank, computes the same logits
 and picks the same tokens. Rank 0 reports them as they come."""
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
-from cs336_basics.generate import generate
+from cs336_basics.generation.generate import generate
 from cs336_basics.nn.modules.transformer_lm import TransformerLMConfig
 from cs336_basics.nn.parallel.transformer_lm import load_sharded
 

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
+from cs336_basics.generation.sampling import sample_next_token
 from cs336_basics.nn.modules.transformer_lm import TransformerLM
-from cs336_basics.sampling import sample_next_token
 
 
 def _check_arguments(max_new_tokens: int, temperature: float, top_p: float) -> None:
@@ -62,6 +62,20 @@ def generate(
 
 
 @torch.inference_mode()
+def _check_batch(prompts: list[list[int]], generators, context_length: int) -> None:
+    """ValueError unless there is a prompt, each holds 1 to context_length tokens, and `generators`
+    (if given) holds one per prompt."""
+    if not prompts:
+        raise ValueError("prompts must hold at least one prompt")
+    if generators is not None and len(generators) != len(prompts):
+        raise ValueError(f"generators must hold one generator per prompt ({len(prompts)}), got {len(generators)}")
+    for i, p in enumerate(prompts):
+        if not p:
+            raise ValueError(f"prompts[{i}] must hold at least one token")
+        if len(p) > context_length:
+            raise ValueError(f"prompts[{i}] has {len(p)} tokens; context_length={context_length}")
+
+
 def generate_batch(
     model: TransformerLM,
     prompts: Sequence[Iterable[int]],
@@ -78,15 +92,7 @@ def generate_batch(
     max_new_tokens or context_length, and then leaves the batch (its cache rows are dropped).
     Sampling draws each sequence's token from its own generator, as generate() would."""
     prompts = [list(p) for p in prompts]
-    if not prompts:
-        raise ValueError("prompts must hold at least one prompt")
-    if generators is not None and len(generators) != len(prompts):
-        raise ValueError(f"generators must hold one generator per prompt ({len(prompts)}), got {len(generators)}")
-    for i, p in enumerate(prompts):
-        if not p:
-            raise ValueError(f"prompts[{i}] must hold at least one token")
-        if len(p) > model.config.context_length:
-            raise ValueError(f"prompts[{i}] has {len(p)} tokens; context_length={model.config.context_length}")
+    _check_batch(prompts, generators, model.config.context_length)
     _check_arguments(max_new_tokens, temperature, top_p)
     generators = list(generators) if generators is not None else [None] * len(prompts)
     budgets = [min(max_new_tokens, model.config.context_length - len(p)) for p in prompts]

@@ -45,14 +45,14 @@ def load(args):
     """(model, tokenizer, prompt ids, eos ids) for the arguments; ValueError on bad input."""
     messages = [{"role": "user", "content": args.prompt}]
     if args.checkpoint:
-        from cs336_basics.train.config import EOT
-        from cs336_basics.train.loop import load_trained
+        from cs336_basics.corpus import EOT
+        from cs336_basics.train.run_dir import load_trained
 
         model, tokenizer = load_trained(args.checkpoint)
         return model, tokenizer, tokenizer.encode(args.prompt), [tokenizer.id_of[EOT.encode("utf-8")]]
     if args.hf_dir:
-        from cs336_basics.chat_template import render_chat_template
         from cs336_basics.checkpoints.hf import load_hf_dir
+        from cs336_basics.generation.chat_template import render_chat_template
 
         model, tokenizer, template, eos = load_hf_dir(args.hf_dir)
         if tokenizer is None:
@@ -94,7 +94,7 @@ def _generate_parallel(args, model, tokenizer, ids, eos, world_size: int, under_
     """(tokens, seconds) of rank 0 of `world_size` ranks: torchrun's, or ones launched here."""
     import torch.distributed as dist
 
-    from cs336_basics.generate_parallel import rank_generate
+    from cs336_basics.generation.generate_parallel import rank_generate
     from cs336_basics.nn.parallel import choose_backend
     from cs336_basics.nn.parallel.launch import launch
     from cs336_basics.nn.parallel.transformer_lm import check_shardable
@@ -118,7 +118,7 @@ def run(args) -> int:
     try:
         import torch
 
-        from cs336_basics.generate import generate
+        from cs336_basics.generation.generate import generate
 
         torchrun_world = _torchrun_world()
         if torchrun_world is not None and args.tensor_parallel not in (None, torchrun_world):
