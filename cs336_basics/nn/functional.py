@@ -17,15 +17,7 @@ from einops import einsum  # noqa: F401  (available to solutions; the reference 
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from cs336_basics.nn._checks import (
-    broadcast_shape,
-    check_dim,
-    check_float,
-    check_last_dim,
-    check_positive,
-    check_same_dtype,
-    check_shape,
-)
+from cs336_basics.nn import _checks
 
 
 def _compute_dtype(x: Tensor) -> torch.dtype:
@@ -37,16 +29,7 @@ def linear(
     x: Float[Tensor, "... d_in"], weight: Float[Tensor, "d_out d_in"], bias: Float[Tensor, " d_out"] | None = None
 ) -> Float[Tensor, "... d_out"]:
     """y = x W^T (+ b), with W of shape (d_out, d_in) as in torch.nn.Linear. Runs in x's dtype."""
-    check_float("x", x)
-    check_float("weight", weight)
-    if weight.dim() != 2:
-        raise ValueError(f"weight must be 2-D (d_out, d_in), got shape {tuple(weight.shape)}")
-    check_last_dim("x", x, weight.shape[1], "d_in")
-    check_same_dtype("x", x, "weight", weight)
-    if bias is not None:
-        check_float("bias", bias)
-        check_same_dtype("x", x, "bias", bias)
-        check_shape("bias", bias, (weight.shape[0],))
+    _checks.linear(x, weight, bias)
     # BEGIN SOLUTION
     y = x @ weight.mT  # (..., d_out); matmul, not einsum: einsum's dispatch dominates small decode steps
     return y if bias is None else y + bias
@@ -57,17 +40,7 @@ def embedding(
     token_ids: Int[Tensor, "..."], weight: Float[Tensor, "vocab_size d_model"]
 ) -> Float[Tensor, "... d_model"]:
     """out[..., :] = weight[token_ids[...], :]: a row lookup. Returns weight's dtype."""
-    if not isinstance(token_ids, Tensor) or token_ids.dtype not in (torch.int64, torch.int32):
-        got = token_ids.dtype if isinstance(token_ids, Tensor) else type(token_ids).__name__
-        # uint8 and bool tensors would index as masks, silently picking the wrong rows
-        raise TypeError(f"token_ids must be an integer tensor of dtype torch.int64 or torch.int32, got {got}")
-    check_float("weight", weight)
-    if weight.dim() != 2:
-        raise ValueError(f"weight must be 2-D (vocab_size, d_model), got shape {tuple(weight.shape)}")
-    if token_ids.numel() > 0:
-        lo, hi = int(token_ids.min()), int(token_ids.max())
-        if lo < 0 or hi >= weight.shape[0]:
-            raise ValueError(f"token_ids must lie in [0, vocab_size={weight.shape[0]}), got values in [{lo}, {hi}]")
+    _checks.embedding(token_ids, weight)
     # BEGIN SOLUTION
     return weight[token_ids]
     # END SOLUTION
@@ -77,7 +50,7 @@ def silu(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
     """SiLU(x) = x * sigmoid(x). Written as a product, not x / (1 + exp(-x)): both give -0.0 for
     large negative x, but the quotient's gradient is NaN there (exp(-x) = inf, inf / inf) while
     the product's is 0. Half types are computed in float32 and cast back once."""
-    check_float("x", x)
+    _checks.check_float("x", x)
     # BEGIN SOLUTION
     x_c = x.to(_compute_dtype(x))
     return (x_c * torch.sigmoid(x_c)).to(x.dtype)
@@ -89,9 +62,7 @@ def gelu(x: Float[Tensor, "..."], approximate: str = "none") -> Float[Tensor, ".
     ~= 0.5 x (1 + tanh(u)) = x * sigmoid(2u),  u = sqrt(2/pi) (x + 0.044715 x^3)  (approximate="tanh").
     Hendrycks & Gimpel (2016). Written with erfc and sigmoid rather than 1 + erf and 1 + tanh,
     which cancel for x << 0. Half types are computed in float32."""
-    check_float("x", x)
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    _checks.gelu(x, approximate)
     # BEGIN SOLUTION
     x_c = x.to(_compute_dtype(x))
     if approximate == "tanh":
@@ -106,7 +77,7 @@ def gelu(x: Float[Tensor, "..."], approximate: str = "none") -> Float[Tensor, ".
 def relu(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
     """ReLU(x) = max(x, 0); NaN stays NaN, as in torch.relu. Given to students (not a graded
     component), like the activation registry below."""
-    check_float("x", x)
+    _checks.check_float("x", x)
     return torch.where((x > 0) | x.isnan(), x, torch.zeros_like(x))
 
 
@@ -141,16 +112,7 @@ def swiglu_ffn(
     w1 = gate, w3 = up, w2 = down; Hugging Face: gate_proj, up_proj, down_proj).
     `activation` names the gate's nonlinearity, as Hugging Face's `hidden_act` does
     ("gelu" gives GeGLU). Runs in x's dtype."""
-    check_float("x", x)
-    for name, w in (("w1", w1), ("w2", w2), ("w3", w3)):
-        check_float(name, w)
-        check_same_dtype("x", x, name, w)
-    if w1.dim() != 2:
-        raise ValueError(f"w1 must be 2-D (d_ff, d_model), got shape {tuple(w1.shape)}")
-    d_ff, d_model = w1.shape
-    check_last_dim("x", x, d_model, "d_model")
-    check_shape("w3", w3, (d_ff, d_model))
-    check_shape("w2", w2, (d_model, d_ff))
+    _checks.swiglu_ffn(x, w1, w2, w3)
     act = get_activation(activation)
     # BEGIN SOLUTION
     gate = act(linear(x, w1))  # (..., d_ff)
@@ -169,21 +131,7 @@ def positionwise_ffn(
 ) -> Float[Tensor, "... d_model"]:
     """FFN(x) = act(x W1^T + b1) W2^T + b2: the original position-wise FFN (Vaswani et al.
     2017 with ReLU; BERT and GPT-2 with GELU). Biases may be None. Runs in x's dtype."""
-    check_float("x", x)
-    check_float("w1", w1)
-    check_float("w2", w2)
-    if w1.dim() != 2:
-        raise ValueError(f"w1 must be 2-D (d_ff, d_model), got shape {tuple(w1.shape)}")
-    d_ff, d_model = w1.shape
-    check_last_dim("x", x, d_model, "d_model")
-    check_shape("w2", w2, (d_model, d_ff))
-    check_same_dtype("x", x, "w1", w1)
-    check_same_dtype("x", x, "w2", w2)
-    for name, b, shape in (("b1", b1, (d_ff,)), ("b2", b2, (d_model,))):
-        if b is not None:
-            check_float(name, b)
-            check_same_dtype("x", x, name, b)
-            check_shape(name, b, shape)
+    _checks.positionwise_ffn(x, w1, b1, w2, b2)
     act = get_activation(activation)
     # BEGIN SOLUTION
     hidden = linear(x, w1, b1)  # (..., d_ff)
@@ -205,10 +153,7 @@ def rmsnorm(
     then multiplied by g in x's dtype: two roundings in bfloat16. The default is CS336's order
     because it rounds once (measured errors: tests/README.md). float64 stays float64.
     """
-    check_float("x", x)
-    check_float("weight", weight)
-    check_shape("weight", weight, (x.shape[-1],) if x.dim() > 0 else (-1,))
-    check_positive("eps", eps)
+    _checks.norm(x, weight, None, eps)
     if cast_before_gain:  # given: the default order with a gain of 1 (exact) is the rounded normalised value
         return rmsnorm(x, torch.ones_like(weight), eps) * weight.to(x.dtype)
     # BEGIN SOLUTION
@@ -228,14 +173,7 @@ def layernorm(
     """LayerNorm(x) = (x - mean(x)) / sqrt(var(x) + eps) * g + b, with the biased variance
     (divide by d_model), as torch.nn.LayerNorm (Ba et al. 2016). Upcast to float32, compute,
     cast the result to x's dtype once; float64 stays float64. bias may be None."""
-    check_float("x", x)
-    check_float("weight", weight)
-    d_model = x.shape[-1] if x.dim() > 0 else -1
-    check_shape("weight", weight, (d_model,))
-    if bias is not None:
-        check_float("bias", bias)
-        check_shape("bias", bias, (d_model,))
-    check_positive("eps", eps)
+    _checks.norm(x, weight, bias, eps)
     # BEGIN SOLUTION
     in_dtype = x.dtype
     x_c = x.to(_compute_dtype(x))
@@ -255,8 +193,7 @@ def softmax(x: Float[Tensor, "..."], dim: int = -1) -> Float[Tensor, "..."]:
     probability 0; a row that is entirely -inf (fully masked) returns all zeros rather than
     NaN (torch.softmax returns NaN there). Half types are computed in float32 and cast back.
     """
-    check_float("x", x)
-    check_dim("x", x, dim)
+    _checks.softmax(x, dim)
     # BEGIN SOLUTION
     x_c = x.to(_compute_dtype(x))
     row_max = x_c.detach().amax(dim=dim, keepdim=True)  # a constant: softmax is shift-invariant
@@ -268,16 +205,6 @@ def softmax(x: Float[Tensor, "..."], dim: int = -1) -> Float[Tensor, "..."]:
 
 
 # --- Decoder: attention, rotary position embeddings, multi-head self-attention ----------------
-
-
-def _check_bool_mask(mask: Tensor, scores_shape: tuple[int, ...]) -> None:
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, Tensor) else type(mask).__name__
-        raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {got}")
-    if broadcast_shape(mask.shape, scores_shape) != tuple(scores_shape):
-        raise ValueError(
-            f"mask must broadcast to (..., queries, keys) = {tuple(scores_shape)}, got shape {tuple(mask.shape)}"
-        )
 
 
 def scaled_dot_product_attention(
@@ -293,22 +220,7 @@ def scaled_dot_product_attention(
     gets zeros (softmax's fully masked row). Scores and the softmax run in float32 for half
     types (float64 stays float64); the probabilities are cast to V's dtype for the last product.
     """
-    for name, t in (("Q", Q), ("K", K), ("V", V)):
-        check_float(name, t)
-        if t.dim() < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (..., seq, d), got shape {tuple(t.shape)}")
-    check_same_dtype("Q", Q, "K", K)
-    check_same_dtype("Q", Q, "V", V)
-    check_last_dim("K", K, Q.shape[-1], "d_k (Q's last dimension)")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(f"K and V must have the same number of keys, got K {tuple(K.shape)} and V {tuple(V.shape)}")
-    batch = broadcast_shape(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    if batch is None:
-        raise ValueError(
-            f"the leading dimensions of Q {tuple(Q.shape)}, K {tuple(K.shape)} and V {tuple(V.shape)} must broadcast"
-        )
-    if mask is not None:
-        _check_bool_mask(mask, (*batch, Q.shape[-2], K.shape[-2]))
+    _checks.attention(Q, K, V, mask)
     # BEGIN SOLUTION
     d_k = Q.shape[-1]
     # einsum, not @: where K broadcasts over a dimension of Q (grouped-query heads), it folds that
@@ -327,8 +239,7 @@ def causal_mask(num_queries: int, num_keys: int, device=None) -> Bool[Tensor, "q
     """True where query i may attend to key j: the queries are the last `num_queries` of
     `num_keys` positions (a key/value cache holds the earlier ones), so query i sits at
     position num_keys - num_queries + i and sees keys j <= that position."""
-    if not 0 < num_queries <= num_keys:
-        raise ValueError(f"need 0 < num_queries <= num_keys, got num_queries={num_queries}, num_keys={num_keys}")
+    _checks.causal_mask(num_queries, num_keys)
     # BEGIN SOLUTION
     offset = num_keys - num_queries
     return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=offset)
@@ -339,11 +250,7 @@ def rope_cos_sin(d_k: int, theta: float, max_seq_len: int, device=None) -> tuple
     """cos and sin of the RoPE angles, each (max_seq_len, d_k / 2), in float64:
     angle[i, k] = i * theta^(-2k / d_k) for position i and pair k (Su et al. 2021, eq. 15;
     CS336 section 3.5.3). Computed in float64 so that large positions keep their precision."""
-    check_positive("d_k", d_k)
-    if d_k % 2:
-        raise ValueError(f"d_k must be even (RoPE rotates pairs of dimensions), got {d_k}")
-    check_positive("theta", theta)
-    check_positive("max_seq_len", max_seq_len)
+    _checks.rope_cos_sin(d_k, theta, max_seq_len)
     # BEGIN SOLUTION
     inv_freq = theta ** (-torch.arange(0, d_k, 2, dtype=torch.float64, device=device) / d_k)  # (d_k/2,)
     angles = torch.arange(max_seq_len, dtype=torch.float64, device=device)[:, None] * inv_freq  # (max_seq_len, d_k/2)
@@ -363,29 +270,9 @@ def rope(
         out[2k+1] = x[2k] sin + x[2k+1] cos
     token_positions (..., seq) must broadcast against x's leading dimensions (..., seq).
     Computed in float32 for half types (float64 stays float64), returned in x's dtype."""
-    check_float("x", x)
-    check_float("cos", cos)
-    check_float("sin", sin)
-    if cos.dim() != 2 or cos.shape != sin.shape:
-        raise ValueError(
-            f"cos and sin must both be (max_seq_len, d_k / 2), got {tuple(cos.shape)} and {tuple(sin.shape)}"
-        )
-    max_seq_len, half = cos.shape
-    check_last_dim("x", x, 2 * half, "d_k")
-    if not isinstance(token_positions, Tensor) or token_positions.dtype not in (torch.int64, torch.int32):
-        got = token_positions.dtype if isinstance(token_positions, Tensor) else type(token_positions).__name__
-        raise TypeError(f"token_positions must be an integer tensor of dtype torch.int64 or torch.int32, got {got}")
-    ok = broadcast_shape(token_positions.shape, x.shape[:-1]) is not None
-    if not (ok and token_positions.dim() > 0 and token_positions.shape[-1] == x.shape[-2]):
-        raise ValueError(
-            f"token_positions must broadcast to x's (..., seq) = {tuple(x.shape[:-1])} with its last dimension "
-            f"seq={x.shape[-2]}, got shape {tuple(token_positions.shape)}"
-        )
-    if token_positions.numel() > 0:
-        lo, hi = int(token_positions.min()), int(token_positions.max())
-        if lo < 0 or hi >= max_seq_len:
-            raise ValueError(f"token_positions must lie in [0, max_seq_len={max_seq_len}), got values in [{lo}, {hi}]")
+    _checks.rope(x, cos, sin, token_positions)
     # BEGIN SOLUTION
+    half = x.shape[-1] // 2
     dtype = _compute_dtype(x)
     cos_p, sin_p = cos[token_positions].to(dtype), sin[token_positions].to(dtype)  # (..., seq, d_k/2)
     pairs = x.to(dtype).unflatten(-1, (half, 2))  # (..., seq, d_k/2, 2)
@@ -407,12 +294,9 @@ def grouped_query_attention(
     key/value head h // (num_heads / num_kv_heads), as Hugging Face's repeat_kv does. The
     keys and values are broadcast, not copied. mask broadcasts to (..., num_heads, queries, keys)
     (q's leading dimensions); a heads dimension of 1 serves every head."""
-    if q.dim() < 3 or k.dim() < 3:
-        raise ValueError(f"q and k must be (..., heads, seq, d), got shapes {tuple(q.shape)} and {tuple(k.shape)}")
-    num_heads, num_kv_heads = q.shape[-3], k.shape[-3]
-    if num_heads % num_kv_heads:
-        raise ValueError(f"num_kv_heads={num_kv_heads} (k's heads) must divide num_heads={num_heads} (q's heads)")
+    _checks.grouped_query_attention(q, k)
     # BEGIN SOLUTION
+    num_heads, num_kv_heads = q.shape[-3], k.shape[-3]
     group = num_heads // num_kv_heads
     q = q.unflatten(-3, (num_kv_heads, group))  # (..., num_kv_heads, group, queries, d_k)
     k, v = k.unsqueeze(-3), v.unsqueeze(-3)  # (..., num_kv_heads, 1, keys, d)
@@ -446,42 +330,15 @@ def multihead_self_attention(
     attention_mask (..., keys), keys = cached + seq, is True for real tokens and False for padding,
     which no query attends to (Hugging Face's attention_mask: a batch of left-padded prompts).
     Runs in x's dtype (attention's softmax in float32 for half types)."""
-    check_positive("num_heads", num_heads)
-    for name, w in (("q_proj_weight", q_proj_weight), ("k_proj_weight", k_proj_weight),
-                    ("v_proj_weight", v_proj_weight), ("o_proj_weight", o_proj_weight)):  # fmt: skip
-        check_float(name, w)
-        check_same_dtype("x", x, name, w)
-        if w.dim() != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {tuple(w.shape)}")
-    d_model = x.shape[-1]
-    d_q = q_proj_weight.shape[0]
-    if d_q % num_heads:
-        raise ValueError(f"num_heads={num_heads} must divide q_proj_weight's rows d_q={d_q}")
-    d_k = d_q // num_heads
-    check_shape("q_proj_weight", q_proj_weight, (d_q, d_model))
-    d_kv = k_proj_weight.shape[0]
-    if d_kv % d_k or num_heads % (d_kv // d_k or 1) or d_kv == 0:
-        raise ValueError(
-            f"k_proj_weight's rows must be num_kv_heads * d_k with d_k={d_k} and num_kv_heads dividing "
-            f"num_heads={num_heads}, got shape {tuple(k_proj_weight.shape)}"
-        )
-    check_shape("k_proj_weight", k_proj_weight, (d_kv, d_model))
-    check_shape("v_proj_weight", v_proj_weight, (d_kv, d_model))
-    check_shape("o_proj_weight", o_proj_weight, (d_model, d_q))
-    if x.dim() < 2:
-        raise ValueError(f"x must be (..., seq, d_model), got shape {tuple(x.shape)}")
-    if attention_mask is not None:
-        keys = x.shape[-2] + (kv_cache.length if kv_cache is not None else 0)
-        if attention_mask.dtype != torch.bool or tuple(attention_mask.shape) != (*x.shape[:-2], keys):
-            raise ValueError(
-                f"attention_mask must be a torch.bool tensor of shape (..., cached + seq) = "
-                f"{(*x.shape[:-2], keys)}, got {attention_mask.dtype} {tuple(attention_mask.shape)}"
-            )
+    _checks.multihead_self_attention(
+        x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, kv_cache, attention_mask
+    )
     # BEGIN SOLUTION
-    seq = x.shape[-2]
+    seq, d_k = x.shape[-2], q_proj_weight.shape[0] // num_heads
+    kv_heads = k_proj_weight.shape[0] // d_k
     q = linear(x, q_proj_weight).unflatten(-1, (num_heads, d_k)).transpose(-3, -2)  # (..., heads, seq, d_k)
-    k = linear(x, k_proj_weight).unflatten(-1, (d_kv // d_k, d_k)).transpose(-3, -2)  # (..., kv_heads, seq, d_k)
-    v = linear(x, v_proj_weight).unflatten(-1, (d_kv // d_k, d_k)).transpose(-3, -2)  # (..., kv_heads, seq, d_k)
+    k = linear(x, k_proj_weight).unflatten(-1, (kv_heads, d_k)).transpose(-3, -2)  # (..., kv_heads, seq, d_k)
+    v = linear(x, v_proj_weight).unflatten(-1, (kv_heads, d_k)).transpose(-3, -2)  # (..., kv_heads, seq, d_k)
     past = kv_cache.length if kv_cache is not None else 0
     if rope_cache is not None:
         if token_positions is None:
@@ -510,22 +367,7 @@ def cross_entropy(inputs: Float[Tensor, "... vocab_size"], targets: Int[Tensor, 
     that logits of +-1e4 neither overflow exp nor underflow a probability to log(0). inputs
     (..., vocab_size) are logits, targets (...) class indices. Half types are computed in float32
     and the loss is returned in inputs' dtype."""
-    check_float("inputs", inputs)
-    if inputs.dim() == 0:
-        raise ValueError("inputs must have a last dimension vocab_size, got a 0-d tensor")
-    if not isinstance(targets, Tensor) or targets.dtype not in (torch.int64, torch.int32):
-        got = targets.dtype if isinstance(targets, Tensor) else type(targets).__name__
-        raise TypeError(f"targets must be an integer tensor of dtype torch.int64 or torch.int32, got {got}")
-    if tuple(targets.shape) != tuple(inputs.shape[:-1]):
-        raise ValueError(
-            f"targets must have inputs' leading shape {tuple(inputs.shape[:-1])} (inputs is (..., vocab_size) = "
-            f"{tuple(inputs.shape)}), got shape {tuple(targets.shape)}"
-        )
-    vocab_size = inputs.shape[-1]
-    if targets.numel() > 0:
-        lo, hi = int(targets.min()), int(targets.max())
-        if lo < 0 or hi >= vocab_size:
-            raise ValueError(f"targets must lie in [0, vocab_size={vocab_size}), got values in [{lo}, {hi}]")
+    _checks.cross_entropy(inputs, targets)
     # BEGIN SOLUTION
     logits = inputs.to(_compute_dtype(inputs))
     shifted = logits - logits.detach().amax(dim=-1, keepdim=True)  # (..., vocab_size), max 0: exp cannot overflow

@@ -2,7 +2,7 @@
 (issue 15, items 2-5 and 7).
 
 Hostile samples live in tests/staff/hostile/<name>/ (README.md: the attack, what happened before
-the fix, what happens now); `hostile()` builds one from the reference. The grading tests count
+the fix, what happens now); tests/staff/_hostile.py builds one from the reference. The grading tests count
 CPU time, never wall time: their only clock is the grader's own budget, and a hang is indefinite.
 """
 
@@ -31,28 +31,19 @@ from cs336_basics.staff.grader.grade import CaseResult, GradeReport, grade
 from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.handout import build_handout, restore_solutions
 from tests.staff import container
+from tests.staff._hostile import build
 
 pytestmark = pytest.mark.slow  # second tier: gradings in containers, cgroups and a fake Gradescope
 
 CONFIG = load_config()
 # CPU seconds: the reference's slowest component uses 1.4 (the parallel hidden cases, ranks included)
 TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8))
-HOSTILE = Path(__file__).parent / "hostile"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
 
 def hostile(tmp: Path, name: str) -> Path:
-    """The reference (tmp/reference) with hostile/<name>'s overlay/ files copied over it and its
-    append/ files appended."""
-    root = shutil.copytree(tmp / "reference", tmp / name)
-    for kind in ("overlay", "append"):
-        base = HOSTILE / name / kind
-        for src in sorted(p for p in base.rglob("*") if p.is_file()) if base.is_dir() else []:
-            dst = root / src.relative_to(base)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            text = src.read_text()
-            dst.write_text(dst.read_text() + text if kind == "append" and dst.exists() else text)
-    return root
+    """The reference (tmp/reference) with sample hostile/<name> applied, at tmp/name."""
+    return build(name, tmp / "reference", tmp)
 
 
 def marker(report, name: str) -> dict:

@@ -8,9 +8,8 @@ attack, the component it targets and the expected outcome in lines of the form
     expected: score 0, flagged
     named: F.silu          (optional: calls the public cases' messages must name)
 
-and every other file is an overlay onto the handout with the reference restored: appended to
-the file of the same path (so a later `def silu` replaces the reference's), or created if the
-handout has no such file. Each sample is graded by `grade()`, what `cs336 grade` runs, with only
+and its files under append/ (and overlay/) are applied to the handout with the reference restored
+by tests/staff/_hostile.py's `build`, the one builder (its docstring gives the layout). Each sample is graded by `grade()`, what `cs336 grade` runs, with only
 its components configured, as root in the full sandbox. Expectations: `score 0`, the component
 scores 0; `flagged`, the static check (grader/static_check.py) reports lines of the overlay for
 staff review, in the report and results.json's staff-only `extra_data` and hidden test, never
@@ -39,10 +38,10 @@ from cs336_basics.staff.grader.gradebook import grade_all
 from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.grader.static_check import check_package, findings_of
 from cs336_basics.staff.handout import build_handout, restore_solutions
+from tests.staff._hostile import SAMPLES_DIR, build, sample_files
 
 pytestmark = pytest.mark.slow  # second tier: every hostile sample graded in the sandbox
 
-SAMPLES_DIR = Path(__file__).resolve().parent / "hostile"
 CONFIG = load_config()
 # as tests/staff/test_grader.py: room for a loaded CI machine, little for a hang
 LIMITS = replace(CONFIG.limits, cpu_per_component_s=8, startup_s=30, total_s=3600)
@@ -76,26 +75,6 @@ def declared(name: str) -> tuple[str, set[str]]:
 def runs(name: str) -> list[str]:
     """The components the sample is graded on, in order: its README's `runs:`, else its component."""
     return (readme_field(name, "runs") or declared(name)[0]).split()
-
-
-def overlays(name: str) -> list[Path]:
-    root = SAMPLES_DIR / name
-    return sorted(
-        p.relative_to(root)
-        for p in root.rglob("*")
-        if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts
-    )
-
-
-def build(name: str, reference: Path, out: Path) -> Path:
-    """The reference with the sample's overlay files appended (or added), at out/name."""
-    root = shutil.copytree(reference, out / name)
-    for rel in overlays(name):
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        before = target.read_text() if target.exists() else ""
-        target.write_text(before + ("\n\n" if before else "") + (SAMPLES_DIR / name / rel).read_text())
-    return root
 
 
 def build_reference(tmp: Path) -> Path:
@@ -163,11 +142,7 @@ def test_hostile_sample_is_contained(graded, name):
         )
     for callee in (readme_field(name, "named") or "").split():  # in the public cases' messages
         assert any(callee in r.output for r in report.results if not r.case.hidden), f"{name}: {callee} not named"
-    overlay_lines = {
-        (str(rel), line.strip())
-        for rel in overlays(name)
-        for line in (SAMPLES_DIR / name / rel).read_text().splitlines()
-    }
+    overlay_lines = {(str(f.target), line.strip()) for f in sample_files(name) for line in f.text().splitlines()}
     if "flagged" in expected:  # with the line: one of the overlay's own lines
         assert report.review, f"{name}: nothing flagged for review ({describe(report)})"
         assert all((f.path, f.code) in overlay_lines for f in report.review), describe(report)
