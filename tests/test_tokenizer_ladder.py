@@ -94,7 +94,7 @@ SAMPLES = ["the cat", "  the   cat\n\n\tthere ", "Ça, 日本語 — naïve", "e
 
 
 @rung(3)
-def test_tokenizer_decode_inverts_encode():
+def test_tokenizer_decode_of_encode_gives_the_text_back():
     tok = get_tokenizer(vocab_of(MERGES), MERGES)
     for text in SAMPLES:
         back = decode(tok, encode(tok, text))
@@ -222,7 +222,7 @@ def test_tokenizer_matches_special_tokens_literally():
                      "(a regex of the special tokens needs regex.escape)")  # fmt: skip
 
 
-ITERABLE_TEXT = f"the cat's\n\n\n  there{EOT}x{EOT}{EOT}\n \n🤖 it'll"
+ITERABLE_TEXT = f"the cat's\n\n\n  there{EOT}x{EOT}{EOT}\n \n🤖 it'll\n\nthe\n\n\ncat\n"
 
 
 def iterable_vocab():
@@ -263,7 +263,7 @@ class ReadTooFar(Exception):
 
 
 @rung(14)
-def test_tokenizer_encode_iterable_is_lazy():
+def test_tokenizer_encode_iterable_yields_before_reading_everything():
     tok = iterable_vocab()
 
     def lines():

@@ -136,7 +136,7 @@ def test_train_bpe_merges_join_tokens_already_in_the_vocabulary():
 
 
 @rung(6)
-def test_train_bpe_stops_when_no_pair_is_left():
+def test_train_bpe_ends_below_vocab_size_when_no_pair_is_left():
     vocab, merges = train("ab", 300, [])
     if merges != [(b"a", b"b")] or len(vocab) != 257:
         climb_failed(f"on 'ab' with vocab_size 300 the merges were {merges!r}, the vocabulary {len(vocab)} tokens "
@@ -145,7 +145,7 @@ def test_train_bpe_stops_when_no_pair_is_left():
 
 
 @rung(7)
-def test_train_bpe_does_not_count_special_tokens_as_text():
+def test_train_bpe_drops_special_tokens_before_counting():
     _, merges = train(f"{EOT}" * 40 + "hi hi", 259, [EOT])
     if merges[:1] != [(b"h", b"i")]:
         climb_failed(f"on 40 {EOT} and 'hi hi' the first merge was {merges[:1]!r}, expected (h, i)",
@@ -153,7 +153,7 @@ def test_train_bpe_does_not_count_special_tokens_as_text():
 
 
 @rung(8)
-def test_train_bpe_never_merges_across_a_special_token():
+def test_train_bpe_counts_each_side_of_a_special_token_apart():
     _, merges = train(f"a{EOT}b " * 30 + "xy xy", 262, [EOT])
     if any(b"a" in a + b and b"b" in a + b for a, b in merges):
         climb_failed(f"'a{EOT}b' 30 times: a merge joined the 'a' before and the 'b' after the special token "
