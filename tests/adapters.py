@@ -765,6 +765,24 @@ def run_train_bpe_on_text(
     return bpe_tensors.bpe_table(vocab, merges, special_tokens, vocab_size)
 
 
+def run_train_bpe_token_ids(
+    corpus: UInt8[Tensor, " n_bytes"], vocab_size: int, special_tokens: list[str]
+) -> Int[Tensor, " vocab_size"]:
+    """Beyond CS336: which token each id 0..vocab_size-1 of run_train_bpe's vocabulary holds, by
+    its place in the convention (byte b is b, special token i is 256 + i, merge k's result is
+    256 + len(special_tokens) + k; -1 for another token or a missing id). Correct: 0, 1, 2, ..."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.txt")
+        with open(path, "wb") as f:
+            f.write(bpe_tensors.tensor_to_bytes(corpus))
+        vocab, merges = run_train_bpe(path, vocab_size, special_tokens)
+    order = [bytes([b]) for b in range(256)] + [s.encode("utf-8") for s in special_tokens] + [a + b for a, b in merges]
+    place = {}
+    for k, token in enumerate(order):
+        place.setdefault(token, k)
+    return torch.tensor([place.get(vocab.get(i), -1) for i in range(vocab_size)], dtype=torch.int64)
+
+
 def _tokenizer(token_bytes: Tensor, token_offsets: Tensor, merges: Tensor, special_tokens: list[str] | None) -> Any:
     vocab = bpe_tensors.tensors_to_vocab(token_bytes, token_offsets)
     return get_tokenizer(vocab, bpe_tensors.tensor_to_merges(merges, vocab), special_tokens)
@@ -796,6 +814,31 @@ def run_tokenizer_encode_iterable(
     lines = iter(bpe_tensors.tensor_to_text(text).splitlines(keepends=True))
     ids = list(tokenizer.encode_iterable(lines))
     return bpe_tensors.token_starts(ids, tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
+
+
+def run_tokenizer_encode_iterable_lazily(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    text: UInt8[Tensor, " n_bytes"],
+) -> Int[Tensor, " 2"]:
+    """Beyond CS336: encode_iterable over the text's lines, two checks (1 if it holds): its first
+    id came before the last line was read; all its ids equal encode's of the whole text."""
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    whole = bpe_tensors.tensor_to_text(text)
+    lines, read = whole.splitlines(keepends=True), [0]
+
+    def reading():
+        for line in lines:
+            read[0] += 1
+            yield line
+
+    ids = tokenizer.encode_iterable(reading())
+    first = next(iter(ids), None)
+    early = read[0] < len(lines)
+    rest = list(ids)
+    return torch.tensor([int(early), int(([first] if first is not None else []) + rest == tokenizer.encode(whole))])
 
 
 def run_tokenizer_decode(
