@@ -223,7 +223,7 @@ def test_checkpoint_of_another_model_is_refused():
 
 
 @rung(10)
-def test_checkpoint_resumed_training_equals_training_never_stopped():
+def test_checkpoint_resumed_run_equals_a_run_never_stopped():
     model, optimizer = new()
     train(model, optimizer, range(5))
     fresh, fresh_optimizer, returned = round_trip(model, optimizer, 5)
