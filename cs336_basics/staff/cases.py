@@ -1619,7 +1619,8 @@ def cases_of(component: str, hidden: bool | None = None) -> list[Case]:
 # it (matched literally, no newline translation); a corpus whose pairs run out before vocab_size.
 # tokenizer: a vocabulary numbered out of order (bytes away from ids 0-255, merged tokens not in
 # merge order) with a special token it lacks; encode_iterable over lines with runs of newlines,
-# and whether it yields before the last line is read.
+# and whether it yields before the last line is read. checkpoint: buffers, the optimizer's state and
+# param groups, the model's own parameters, a strict load (adapters.CHECKPOINT_CHECKS).
 
 
 def _ladder26_literal_corpus(rng) -> dict:
@@ -1693,6 +1694,15 @@ def _ladder26_newline_runs(rng) -> dict:
     )
 
 
+def _ladder26_checkpoint(rng) -> dict:
+    """Two parameters and a buffer, three steps."""
+    weights = {
+        "w": torch.tensor(rng.standard_normal((4, 3)), dtype=F32),
+        "b": torch.tensor(rng.standard_normal(3), dtype=F32),
+    }
+    return dict(weights=weights, scale=torch.tensor(rng.random(3) + 0.5, dtype=F32), steps=3)
+
+
 LADDER26_CASES = [
     hidden(
         "train_bpe_literal_specials_crlf",
@@ -1718,6 +1728,15 @@ LADDER26_CASES = [
         "run_tokenizer_encode_iterable_lazily",
         1506,
         tokenizer_case(400, [EOT]),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    hidden(
+        "checkpoint_buffers_and_strict_load",
+        "checkpoint",
+        "run_checkpoint_checks",
+        1507,
+        _ladder26_checkpoint,
         floor=EXACT,
         out_dtype=I64,
     ),

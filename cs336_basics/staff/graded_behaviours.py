@@ -158,6 +158,31 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "test_tokenizer_encode_equals_merging_by_rank_within_each_pre_token": ("tokenizer_no_specials",),
     },
+    "checkpoint": {
+        "test_checkpoint_matches_fixture": ("checkpoint", "checkpoint_file_object_f64"),
+        "test_checkpoint_resumed_run_is_bit_identical": ("checkpoint", "checkpoint_file_object_f64"),
+        "test_checkpoint_restores_the_optimizer_state_and_the_iteration": (
+            "checkpoint_buffers_and_strict_load",
+            "checkpoint",
+        ),
+        "test_checkpoint_loads_into_the_given_model_in_place": ("checkpoint_buffers_and_strict_load",),
+        "test_checkpoint_file_holds_the_state_dicts_and_the_iteration": (
+            "checkpoint_buffers_and_strict_load",
+            "checkpoint",
+        ),
+        "test_checkpoint_load_returns_the_iteration_saved": ("checkpoint_buffers_and_strict_load", "checkpoint"),
+        "test_checkpoint_restores_the_model_s_weights": ("checkpoint_buffers_and_strict_load", "checkpoint"),
+        "test_checkpoint_loads_into_the_model_s_own_parameters": ("checkpoint_buffers_and_strict_load",),
+        "test_checkpoint_restores_the_buffers": ("checkpoint_buffers_and_strict_load",),
+        "test_checkpoint_restores_the_optimizer_s_per_parameter_state": (
+            "checkpoint_buffers_and_strict_load",
+            "checkpoint",
+        ),
+        "test_checkpoint_restores_the_optimizer_s_param_groups": ("checkpoint_buffers_and_strict_load",),
+        "test_checkpoint_writes_to_a_path_a_str_and_a_file_object": ("checkpoint", "checkpoint_file_object_f64"),
+        "test_checkpoint_of_another_model_is_refused": ("checkpoint_buffers_and_strict_load",),
+        "test_checkpoint_resumed_run_equals_a_run_never_stopped": ("checkpoint", "checkpoint_one_step_left"),
+    },
 }
 
 # Public tests that check given code or the test machinery, not the student's: {test: why}.
@@ -172,6 +197,13 @@ UNGRADED: dict[str, str] = {
     "test_train_bpe_in_several_processes_equals_one_process": "num_processes is beyond CS336's signature; the grade calls without it",
     "test_train_bpe_rejects_bad_arguments_by_name": "the given argument check (check_training_arguments)",
     "test_train_bpe_rejects_a_missing_file": "the given argument check (check_training_arguments)",
+    "test_checkpoint_write_replaces_the_file_whole_and_leaves_no_temporary": "the given write_checkpoint",
+    "test_checkpoint_failed_write_keeps_the_old_file": "the given write_checkpoint",
+    "test_checkpoint_truncated_file_raises_one_clear_error": "the given read_checkpoint",
+    "test_checkpoint_foreign_file_raises_one_clear_error": "the given read_checkpoint",
+    "test_checkpoint_of_another_kind_names_what_it_lacks": "the given read_checkpoint",
+    "test_checkpoint_hostile_file_is_refused_without_running_its_code": "the given read_checkpoint",
+    "test_checkpoint_missing_file_raises_file_not_found": "the given read_checkpoint",
     "test_tokenizer_from_files_round_trips": "from_files and to_files are given code",
     "test_tokenizer_rejects_bad_arguments_by_name": "the given argument checks of __init__",
     "test_tokenizer_encode_rejects_a_byte_missing_from_the_vocabulary": "the given check in _encode_pretoken",
