@@ -729,6 +729,82 @@ def run_checkpoint_resume(
     return torch.cat([torch.tensor([iteration], dtype=dtype), *(p.detach().reshape(-1) for p in fresh.values())])
 
 
+class _WithBuffer(torch.nn.Module):
+    """Parameters named as `weights`, and a buffer `scale` (in state_dict, not a parameter)."""
+
+    def __init__(self, weights: dict[str, Tensor], scale: Tensor, extra: bool = False):
+        super().__init__()
+        for name, w in weights.items():
+            self.register_parameter(name, torch.nn.Parameter(w.clone()))
+        self.register_buffer("scale", scale.clone())
+        if extra:
+            self.register_buffer("extra", torch.zeros(2, dtype=scale.dtype))
+
+
+CHECKPOINT_CHECKS = (
+    "the iteration comes back as a Python int",
+    "the weights come back",
+    "into the model's own parameters",
+    "the buffer comes back",
+    "AdamW's per-parameter state comes back",
+    "every param group's hyper-parameters come back",
+    "a checkpoint with an unexpected buffer is refused",
+)
+
+
+def run_checkpoint_checks(weights: dict[str, Tensor], scale: Tensor, steps: int) -> Int[Tensor, " 7"]:
+    """Beyond CS336: `steps` AdamW steps (two param groups, the first's lr changed as a schedule
+    would) on a model with a buffer, run_save_checkpoint to a file object, run_load_checkpoint
+    into a fresh model and optimizer: 1 for each of CHECKPOINT_CHECKS that holds."""
+
+    def pair(w, s, extra=False):
+        model = _WithBuffer(w, s, extra)
+        params = list(model.parameters())
+        groups = [{"params": params[:1], "lr": 1e-2}, {"params": params[1:], "lr": 3e-3, "weight_decay": 0.0}]
+        return model, torch.optim.AdamW([g for g in groups if g["params"]])
+
+    model, optimizer = pair(weights, scale)
+    for k in range(steps):
+        for p in model.parameters():
+            p.grad = torch.sin(p.detach() * (k + 1))
+        optimizer.step()
+        model.scale.mul_(0.5).add_(1.0)
+    optimizer.param_groups[0]["lr"] = 4e-3
+    zeros = {n: torch.zeros_like(w) for n, w in weights.items()}
+    fresh, fresh_optimizer = pair(zeros, torch.zeros_like(scale))
+    own = list(fresh.parameters())
+    out = io.BytesIO()
+    run_save_checkpoint(model, optimizer, steps, out)
+    out.seek(0)
+    iteration = run_load_checkpoint(out, fresh, fresh_optimizer)
+    state_back = all(
+        all(torch.equal(torch.as_tensor(v), torch.as_tensor(fresh_optimizer.state.get(q, {}).get(key, torch.nan)))
+            for key, v in optimizer.state[p].items())
+        for p, q in zip(model.parameters(), fresh.parameters(), strict=True)
+    )  # fmt: skip
+    groups_back = all(
+        all(g.get(key) == want[key] for key in want if key != "params")
+        for want, g in zip(optimizer.param_groups, fresh_optimizer.param_groups, strict=True)
+    )
+    other, other_optimizer = pair(zeros, torch.zeros_like(scale), extra=True)
+    out.seek(0)
+    try:
+        run_load_checkpoint(out, other, other_optimizer)
+        refused = False
+    except Exception:  # noqa: BLE001 -- any error refuses it
+        refused = True
+    checks = [
+        type(iteration) is int and iteration == steps,
+        all(torch.equal(a, b) for a, b in zip(model.parameters(), fresh.parameters(), strict=True)),
+        all(a is b for a, b in zip(own, fresh.parameters(), strict=True)),
+        torch.equal(model.scale, fresh.scale),
+        state_back,
+        groups_back,
+        refused,
+    ]
+    return torch.tensor([int(c) for c in checks], dtype=torch.int64)
+
+
 # Byte-level BPE (CS336 v1.0.2's adapters).
 
 
@@ -765,6 +841,24 @@ def run_train_bpe_on_text(
     return bpe_tensors.bpe_table(vocab, merges, special_tokens, vocab_size)
 
 
+def run_train_bpe_token_ids(
+    corpus: UInt8[Tensor, " n_bytes"], vocab_size: int, special_tokens: list[str]
+) -> Int[Tensor, " vocab_size"]:
+    """Beyond CS336: which token each id 0..vocab_size-1 of run_train_bpe's vocabulary holds, by
+    its place in the convention (byte b is b, special token i is 256 + i, merge k's result is
+    256 + len(special_tokens) + k; -1 for another token or a missing id). Correct: 0, 1, 2, ..."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.txt")
+        with open(path, "wb") as f:
+            f.write(bpe_tensors.tensor_to_bytes(corpus))
+        vocab, merges = run_train_bpe(path, vocab_size, special_tokens)
+    order = [bytes([b]) for b in range(256)] + [s.encode("utf-8") for s in special_tokens] + [a + b for a, b in merges]
+    place = {}
+    for k, token in enumerate(order):
+        place.setdefault(token, k)
+    return torch.tensor([place.get(vocab.get(i), -1) for i in range(vocab_size)], dtype=torch.int64)
+
+
 def _tokenizer(token_bytes: Tensor, token_offsets: Tensor, merges: Tensor, special_tokens: list[str] | None) -> Any:
     vocab = bpe_tensors.tensors_to_vocab(token_bytes, token_offsets)
     return get_tokenizer(vocab, bpe_tensors.tensor_to_merges(merges, vocab), special_tokens)
@@ -796,6 +890,31 @@ def run_tokenizer_encode_iterable(
     lines = iter(bpe_tensors.tensor_to_text(text).splitlines(keepends=True))
     ids = list(tokenizer.encode_iterable(lines))
     return bpe_tensors.token_starts(ids, tokenizer.vocab, bpe_tensors.tensor_to_bytes(text))
+
+
+def run_tokenizer_encode_iterable_lazily(
+    token_bytes: UInt8[Tensor, " total"],
+    token_offsets: Int[Tensor, " vocab_size_plus_1"],
+    merges: Int[Tensor, " num_merges 2"],
+    special_tokens: list[str] | None,
+    text: UInt8[Tensor, " n_bytes"],
+) -> Int[Tensor, " 2"]:
+    """Beyond CS336: encode_iterable over the text's lines, two checks (1 if it holds): its first
+    id came before the last line was read; all its ids equal encode's of the whole text."""
+    tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
+    whole = bpe_tensors.tensor_to_text(text)
+    lines, read = whole.splitlines(keepends=True), [0]
+
+    def reading():
+        for line in lines:
+            read[0] += 1
+            yield line
+
+    ids = tokenizer.encode_iterable(reading())
+    first = next(iter(ids), None)
+    early = read[0] < len(lines)
+    rest = list(ids)
+    return torch.tensor([int(early), int(([first] if first is not None else []) + rest == tokenizer.encode(whole))])
 
 
 def run_tokenizer_decode(

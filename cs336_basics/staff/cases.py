@@ -1610,3 +1610,164 @@ def cases_of(component: str, hidden: bool | None = None) -> list[Case]:
     if component not in COMPONENTS:
         raise ValueError(f"unknown component {component!r}; valid names are {list(COMPONENTS)}")
     return [c for c in CASES if c.component == component and hidden in (None, c.hidden)]
+
+
+# --- ladder26: new cases ---
+# What the public suite and the ladders assert of train_bpe and the tokenizer that no case above
+# checks. train_bpe: the ids of the vocabulary (bytes at 0-255, the specials next, the merges in
+# order); a corpus holding '\r\n', '<', '|', '>' and the special token's word outside
+# it (matched literally, no newline translation); a corpus whose pairs run out before vocab_size.
+# tokenizer: a vocabulary numbered out of order (bytes away from ids 0-255, merged tokens not in
+# merge order) with a special token it lacks; encode_iterable over lines with runs of newlines,
+# and whether it yields before the last line is read. checkpoint: buffers, the optimizer's state and
+# param groups, the model's own parameters, a strict load (adapters.CHECKPOINT_CHECKS).
+
+
+def _ladder26_literal_corpus(rng) -> dict:
+    words = ["a<b", "x|y", "<|end", "endoftext", "|>", "<<", "ab", "ba", "end", "text"]
+    picks = rng.integers(0, len(words), size=400).tolist()
+    seps = rng.integers(0, 4, size=400).tolist()
+    parts = [words[p] + (" ", "\r\n", EOT, " \r\n\r\n")[s] for p, s in zip(picks, seps, strict=True)]
+    corpus = "".join(parts)
+    from cs336_basics.tokenizer import tensors
+
+    return dict(corpus=tensors.text_to_tensor(corpus), vocab_size=330, special_tokens=[EOT])
+
+
+def _ladder26_runs_out(rng) -> dict:
+    from cs336_basics.tokenizer import tensors
+
+    words = ["ab", "ba", "abc", "c"]
+    corpus = " ".join(words[i] for i in rng.integers(0, len(words), size=40).tolist())
+    return dict(corpus=tensors.text_to_tensor(corpus), vocab_size=300, special_tokens=[EOT])
+
+
+def _ladder26_renumbered(rng) -> dict:
+    """A trained vocabulary with its ids permuted; the text holds a special token it lacks."""
+    from cs336_basics.staff.bpe_builders import trained_vocabulary
+    from cs336_basics.tokenizer import tensors
+    from cs336_basics.tokenizer.synthetic import synthetic_text
+
+    kw = trained_vocabulary(rng, 300, 500, [EOT])
+    vocab = tensors.tensors_to_vocab(kw["token_bytes"], kw["token_offsets"])
+    merges = tensors.tensor_to_merges(kw["merges"], vocab)
+    order = rng.permutation(len(vocab)).tolist()
+    renumbered = {new: vocab[old] for new, old in enumerate(order)}
+    token_bytes, token_offsets = tensors.vocab_to_tensors(renumbered)
+    text = synthetic_text(rng, 20, [EOT, "<|new|>"], unicode_share=0.15)
+    return dict(
+        token_bytes=token_bytes,
+        token_offsets=token_offsets,
+        merges=tensors.merges_to_tensor(merges, renumbered),
+        special_tokens=[EOT, "<|new|>"],
+        text=tensors.text_to_tensor(text),
+    )
+
+
+def _ladder26_newline_runs(rng) -> dict:
+    """A vocabulary trained on text with runs of newlines, and such a text's lines to encode."""
+    from cs336_basics.tokenizer import tensors
+    from cs336_basics.tokenizer.synthetic import synthetic_text
+
+    def with_runs(text: str) -> str:
+        return text.replace(" ", "\n\n\n ", 50).replace(".", ".\n\n", 50)
+
+    corpus = with_runs(synthetic_text(rng, 200, [EOT]))
+    import os
+    import tempfile
+
+    from cs336_basics.tokenizer.train_bpe import train_bpe
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.txt")
+        with open(path, "wb") as f:
+            f.write(corpus.encode("utf-8"))
+        vocab, merges = train_bpe(path, 400, [EOT], num_processes=1)
+    token_bytes, token_offsets = tensors.vocab_to_tensors(vocab)
+    text = with_runs(synthetic_text(rng, 20, [EOT], unicode_share=0.15))
+    return dict(
+        token_bytes=token_bytes,
+        token_offsets=token_offsets,
+        merges=tensors.merges_to_tensor(merges, vocab),
+        special_tokens=[EOT],
+        text=tensors.text_to_tensor(text),
+    )
+
+
+def _ladder26_checkpoint(rng) -> dict:
+    """Two parameters and a buffer, three steps."""
+    weights = {
+        "w": torch.tensor(rng.standard_normal((4, 3)), dtype=F32),
+        "b": torch.tensor(rng.standard_normal(3), dtype=F32),
+    }
+    return dict(weights=weights, scale=torch.tensor(rng.random(3) + 0.5, dtype=F32), steps=3)
+
+
+LADDER26_CASES = [
+    hidden(
+        "train_bpe_literal_specials_crlf",
+        "train_bpe",
+        "run_train_bpe_on_text",
+        1501,
+        _ladder26_literal_corpus,
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    hidden(
+        "train_bpe_token_ids",
+        "train_bpe",
+        "run_train_bpe_token_ids",
+        1505,
+        train_bpe_case(60, 330, [EOT, "<|pad|>"]),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    hidden(
+        "tokenizer_iterable_is_lazy",
+        "tokenizer",
+        "run_tokenizer_encode_iterable_lazily",
+        1506,
+        tokenizer_case(400, [EOT]),
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    hidden(
+        "checkpoint_buffers_and_strict_load",
+        "checkpoint",
+        "run_checkpoint_checks",
+        1507,
+        _ladder26_checkpoint,
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    hidden(
+        "train_bpe_pairs_run_out",
+        "train_bpe",
+        "run_train_bpe_on_text",
+        1502,
+        _ladder26_runs_out,
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    hidden(
+        "tokenizer_renumbered_vocabulary",
+        "tokenizer",
+        "run_tokenizer_encode",
+        1503,
+        _ladder26_renumbered,
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+    hidden(
+        "tokenizer_iterable_newline_runs",
+        "tokenizer",
+        "run_tokenizer_encode_iterable",
+        1504,
+        _ladder26_newline_runs,
+        floor=EXACT,
+        out_dtype=I64,
+    ),
+]
+HIDDEN_CASES += LADDER26_CASES
+CASES += LADDER26_CASES
+BY_NAME.update({c.name: c for c in LADDER26_CASES})

@@ -167,7 +167,9 @@ class Tokenizer:
     def _safe_prefix_length(self, text: str) -> int:
         """How much of `text` encodes the same whatever text follows: up to the start of the last
         two pre-tokens after the last special token (GPT-2's pattern looks at most two pre-tokens
-        back: `'` then `l` becomes `'ll`), and before any end of `text` that begins a special token."""
+        back: `'` then `l` becomes `'ll`), never right after a whitespace run (`\n\n` then `x` is
+        `\n`, `\n`, `x`; at the end it is one `\n\n`), and before any end of `text` that begins a
+        special token."""
         end = len(text)
         for token in self.special_tokens:  # a tail that is a proper prefix of a special token
             for k in range(min(len(token) - 1, len(text)), 0, -1):
@@ -182,7 +184,10 @@ class Tokenizer:
                     break
                 start = match.end()
         starts = [m.start() for m in PRETOKEN_RE.finditer(text, start, end)]
-        return start if len(starts) < 2 else starts[-2]
+        i = len(starts) - 2
+        while i > 0 and text[starts[i] - 1].isspace():  # a whitespace run splits by what follows it
+            i -= 1
+        return start if i < 1 else starts[i]
 
     def decode(self, ids: Iterable[int]) -> str:
         """The text of `ids`: their bytes joined, decoded as UTF-8 with invalid sequences (a
