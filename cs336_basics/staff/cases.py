@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from cs336_basics import COMPONENTS
+from cs336_basics.corpus import EOT
 from cs336_basics.fixture_io import FIXTURES_DIR
 from cs336_basics.staff.bpe_builders import tokenizer_case, train_bpe_case
 from cs336_basics.staff.builders import (
@@ -60,7 +61,6 @@ from cs336_basics.testing import tolerance
 F32, BF16, F16, F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64
 HIDDEN_FIXTURES_DIR = FIXTURES_DIR.parent / "hidden_fixtures"  # never shipped to students
 I64 = torch.int64
-EOT = "<|endoftext|>"
 EXACT = None  # the floor of a case whose every correct answer is bit-exact (a row copy): tol = 0
 
 
