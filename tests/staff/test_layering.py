@@ -1,5 +1,6 @@
 """The package's layers: the model (cs336_basics/nn/: kernels, modules, state-dict names, tensor
-parallelism) imports nothing above it; reading checkpoint files, generation and the CLIs import it."""
+parallelism) imports nothing above it; reading checkpoint files, generation and the CLIs import it.
+No module imports back into a module that imports it, and no function runs past one screen."""
 
 import ast
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 from cs336_basics import REPO
 
 PACKAGE = REPO / "cs336_basics"
+MAX_FUNCTION_LINES = 60  # one screen
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -71,3 +73,68 @@ def test_layering_generation_never_imports_the_training_loop():
                  if any(m.startswith("cs336_basics.train.loop") for m in imported_modules(p))]  # fmt: skip
     assert importers == []
     assert "cs336_basics.train.run_dir.load_trained" in imported_modules(PACKAGE / "generation" / "generate_cli.py")
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name, not `__init__`)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports anywhere in its text (a function's import too),
+    without its own ancestors (importing a.b.c always runs a and a.b first: no arrow of its own)."""
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        imported = {m for m in imported_modules(path) if m in modules}
+        graph[name] = {m for m in imported if not name.startswith(m + ".") and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while (w := stack.pop()) != v:
+                on_stack.discard(w)
+                component.append(w)
+            on_stack.discard(v)
+            if component:
+                found.append(sorted([v, *component]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_layering_no_import_circle():
+    assert _cycles(_import_graph()) == []
+
+
+def test_layering_no_function_longer_than_one_screen():
+    """A function a reader can hold in their head: at most MAX_FUNCTION_LINES lines, docstring included."""
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)")
+    assert long == []

@@ -185,6 +185,8 @@ def _recorder_methods(guard) -> list:
             (guard.call_rule.LibraryCallTracer, "_make_hook"),
             (guard.call_rule.LibraryCallTracer, "_judge_call"),
             (guard.call_rule.LibraryCallTracer, "_judge_c_call"),
+            (guard.call_rule.LibraryCallTracer, "_on_collection"),
+            (guard.call_rule.LibraryCallTracer, "_forged"),
         )
     ]
 
