@@ -221,19 +221,27 @@ def train_bpe_by_recounting(text: str, vocab_size: int, special_tokens: list[str
         best = max(pairs, key=lambda pair: (pairs[pair], pair))
         merges.append(best)
         vocab[len(vocab)] = best[0] + best[1]
-        merged = collections.Counter()
-        for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if word[i : i + 2] == best:
-                    out.append(best[0] + best[1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] += n
-        words = merged
+        words = apply_merge(words, best)
     return vocab, merges
+
+
+def apply_merge(words, pair: tuple[bytes, bytes]):
+    """Every pre-token (a Counter of byte tuples) with each occurrence of `pair` joined, left to
+    right, non-overlapping."""
+    import collections
+
+    merged = collections.Counter()
+    for word, n in words.items():
+        out, i = [], 0
+        while i < len(word):
+            if word[i : i + 2] == pair:
+                out.append(pair[0] + pair[1])
+                i += 2
+            else:
+                out.append(word[i])
+                i += 1
+        merged[tuple(out)] += n
+    return merged
 
 
 def hf_tokenizer(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], special_tokens: list[str] | None = None):

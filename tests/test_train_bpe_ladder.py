@@ -12,7 +12,7 @@ import regex
 
 from ._ladder import climb_failed, rung
 from .adapters import run_train_bpe
-from .oracles import GPT2_SPLIT
+from .oracles import GPT2_SPLIT, apply_merge
 
 EOT = "<|endoftext|>"
 PAD = "<|pad|>"
@@ -35,22 +35,6 @@ def pretoken_counts(text: str, special_tokens: list[str]) -> collections.Counter
         for piece in pieces
         for token in regex.findall(GPT2_SPLIT, piece)
     )
-
-
-def apply_merge(words: collections.Counter, pair: tuple[bytes, bytes]) -> collections.Counter:
-    """Every pre-token with each occurrence of `pair` joined, left to right, non-overlapping."""
-    merged = collections.Counter()
-    for word, n in words.items():
-        out, i = [], 0
-        while i < len(word):
-            if word[i : i + 2] == pair:
-                out.append(pair[0] + pair[1])
-                i += 2
-            else:
-                out.append(word[i])
-                i += 1
-        merged[tuple(out)] += n
-    return merged
 
 
 def pair_counts(words: collections.Counter) -> collections.Counter:
