@@ -729,18 +729,6 @@ def run_checkpoint_resume(
     return torch.cat([torch.tensor([iteration], dtype=dtype), *(p.detach().reshape(-1) for p in fresh.values())])
 
 
-class _WithBuffer(torch.nn.Module):
-    """Parameters named as `weights`, and a buffer `scale` (in state_dict, not a parameter)."""
-
-    def __init__(self, weights: dict[str, Tensor], scale: Tensor, extra: bool = False):
-        super().__init__()
-        for name, w in weights.items():
-            self.register_parameter(name, torch.nn.Parameter(w.clone()))
-        self.register_buffer("scale", scale.clone())
-        if extra:
-            self.register_buffer("extra", torch.zeros(2, dtype=scale.dtype))
-
-
 CHECKPOINT_CHECKS = (
     "the iteration comes back as a Python int",
     "the weights come back",
@@ -756,6 +744,17 @@ def run_checkpoint_checks(weights: dict[str, Tensor], scale: Tensor, steps: int)
     """Beyond CS336: `steps` AdamW steps (two param groups, the first's lr changed as a schedule
     would) on a model with a buffer, run_save_checkpoint to a file object, run_load_checkpoint
     into a fresh model and optimizer: 1 for each of CHECKPOINT_CHECKS that holds."""
+
+    class _WithBuffer(torch.nn.Module):  # local: the grader allows adapters.py functions only
+        """Parameters named as `weights`, and a buffer `scale` (in state_dict, not a parameter)."""
+
+        def __init__(self, weights: dict[str, Tensor], scale: Tensor, extra: bool = False):
+            super().__init__()
+            for name, w in weights.items():
+                self.register_parameter(name, torch.nn.Parameter(w.clone()))
+            self.register_buffer("scale", scale.clone())
+            if extra:
+                self.register_buffer("extra", torch.zeros(2, dtype=scale.dtype))
 
     def pair(w, s, extra=False):
         model = _WithBuffer(w, s, extra)

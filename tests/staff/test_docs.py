@@ -89,6 +89,17 @@ def test_handout_states_the_finished_package_s_size():
     assert (int(stated[1]), int(stated[2])) == (len(files), kb), f"write: {len(files)} files and about {kb:.0f} kB"
 
 
+def test_handout_states_train_bpe_s_cpu_limit():
+    from cs336_basics.staff.grader.config import load_config
+
+    limit = load_config().limits.cpu_s("train_bpe")
+    stated = re.search(
+        r"one worker with one CPU and (\d+) s for all the\s+component's cases", HANDOUT_README.read_text()
+    )
+    assert stated, "handout/README.md no longer states train_bpe's CPU limit"
+    assert int(stated[1]) == limit, f"write: {limit:g} s for all the component's cases"
+
+
 @pytest.mark.parametrize("staff", [False, True], ids=["handout_files", "staff_files"])
 def test_docs_name_only_commands_that_exist(staff):
     """Every `cs336 X` in a shipped file is a command of the handout's CLI; in a staff file, of the staff's."""

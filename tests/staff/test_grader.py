@@ -44,7 +44,10 @@ POINTS = CONFIG.points
 # them; 8 s per component is several times what the reference uses (grading.toml states it) and
 # keeps the infinite loop's cost down.
 # The wall-clock budget for the whole grading (Gradescope's timeout) is lifted here: a test of it sets its own.
-TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8, total_s=3600))
+# softmax's limit of its own: the infinite loop there stops at it (Limits.cpu_s_for)
+TEST_CONFIG = replace(
+    CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, cpu_s_for=(("softmax", 6),), startup_s=8, total_s=3600)
+)
 # For the samples that test the sandbox's limits on processes (fork bombs, spinners, lingering and
 # double-forked processes, a gloo group): their components run as the tensor-parallel one does, in
 # a worker of their own that may start processes; every other worker refuses to (seccomp).
@@ -702,9 +705,7 @@ def test_grader_infinite_loop_loses_only_that_component(graded):
     report = graded["infinite_loop"]
     failures = [r.output[:400] for r in report.results if not r.passed and r.case.component != "softmax"]
     assert report.component_scores() == scores_if_only(*unaffected_by("softmax")), failures
-    assert all(
-        f"CPU time limit of {TEST_CONFIG.limits.cpu_per_component_s:g} s" in o for o in outputs(report, "softmax")
-    )
+    assert all(f"CPU time limit of {TEST_CONFIG.limits.cpu_s('softmax'):g} s" in o for o in outputs(report, "softmax"))
 
 
 def test_grader_time_budget_fails_the_components_it_did_not_reach(samples):

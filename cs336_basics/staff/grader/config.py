@@ -13,6 +13,7 @@ DEFAULT_CONFIG = REPO / "cs336_basics" / "staff" / "grading.toml"
 @dataclass(frozen=True)
 class Limits:
     cpu_per_component_s: int | float = 20  # CPU time of the worker and its processes for all of a component's cases
+    cpu_s_for: tuple[tuple[str, int | float], ...] = ()  # (component, CPU s): components given another limit
     startup_s: int | float = 20  # CPU time to start a worker and import the submission
     wall_per_component_s: int | float = 120  # wall clock per component (and import): only for hangs
     total_s: int | float = 480  # wall clock for the whole grading, public and hidden: under Gradescope's timeout
@@ -28,6 +29,10 @@ class Limits:
         64  # TCP buffers of the worker's cgroup (v1 memory.kmem.tcp.limit_in_bytes; v2 counts them in resident_mb)
     )
     network_components: tuple[str, ...] = ("parallel",)  # workers that may open AF_INET sockets (gloo on loopback)
+
+    def cpu_s(self, component: str) -> int | float:
+        """The CPU seconds `component`'s cases may use together."""
+        return dict(self.cpu_s_for).get(component, self.cpu_per_component_s)
 
 
 @dataclass(frozen=True)
@@ -69,4 +74,6 @@ def load_config(path: Path = DEFAULT_CONFIG) -> GradingConfig:
         raise ValueError(f"{path}: unknown limits {sorted(set(limits) - known)}; known: {sorted(known)}")
     if "network_components" in limits:
         limits["network_components"] = tuple(limits["network_components"])
+    if "cpu_s_for" in limits:
+        limits["cpu_s_for"] = tuple(sorted(limits["cpu_s_for"].items()))
     return GradingConfig(points=dict(points), limits=Limits(**limits))

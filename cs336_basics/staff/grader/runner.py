@@ -372,7 +372,7 @@ class Runner:
                 self.cgroup_capped = inside
             except OSError as e:
                 self.notes.append(f"no cgroup: memory, processes and CPU are limited by rlimits only ({e})")
-        cpu = int(limits.startup_s + limits.cpu_per_component_s * len(plan)) + 5  # RLIMIT_CPU: each process's backstop
+        cpu = int(limits.startup_s + sum(limits.cpu_s(c) for c, _ in plan)) + 5  # RLIMIT_CPU: each process's backstop
         spec = dataclasses.replace(self.spec, home=str(home), cgroup=self.cgroup, allow_inet=network)
         job = WorkerJob(
             spec,
@@ -461,7 +461,8 @@ class Runner:
             self.notes += self._sandbox_notes(w.home)
             spec = dataclasses.replace(self.spec, cgroup=self.cgroup, allow_inet=w.network)
             self.notes.append("sandbox: " + sandbox.describe(w.process.pid, spec))
-        w.phase = Phase(now_cpu, time.monotonic(), self.spec.limits.cpu_per_component_s)
+        limit = self.spec.limits.cpu_s(w.running()) if w.runs_left() else self.spec.limits.cpu_per_component_s
+        w.phase = Phase(now_cpu, time.monotonic(), limit)
 
     def _import_failed(self, home: Path) -> str:
         written = read_worker_file(home / protocol.IMPORT_ERROR_FILE, self.spec.uid, limit=4 * protocol.ERROR_CHARS)
@@ -582,8 +583,9 @@ class Runner:
 
     def _how_the_component_ended(self, component: str, exitcode: int | None, why: str) -> str:
         if exitcode is None:
-            limit = self.spec.limits.cpu_per_component_s
-            return f"{component} {self._limit_text(why, limit)}; it was stopped and scores 0."
+            return (
+                f"{component} {self._limit_text(why, self.spec.limits.cpu_s(component))}; it was stopped and scores 0."
+            )
         if not self.reveal:
             return f"the grading process ended while running {component}, before finishing it."
         return (
