@@ -902,16 +902,10 @@ def run_tokenizer_encode_iterable_lazily(
     id came before the last line was read; all its ids equal encode's of the whole text."""
     tokenizer = _tokenizer(token_bytes, token_offsets, merges, special_tokens)
     whole = bpe_tensors.tensor_to_text(text)
-    lines, read = whole.splitlines(keepends=True), [0]
-
-    def reading():
-        for line in lines:
-            read[0] += 1
-            yield line
-
-    ids = tokenizer.encode_iterable(reading())
+    stream = io.StringIO(whole, newline="")  # its lines, read in C: no code of ours runs in the student's calls
+    ids = tokenizer.encode_iterable(stream)
     first = next(iter(ids), None)
-    early = read[0] < len(lines)
+    early = stream.tell() < len(whole)
     rest = list(ids)
     return torch.tensor([int(early), int(([first] if first is not None else []) + rest == tokenizer.encode(whole))])
 
