@@ -78,16 +78,16 @@ def test_public_snapshot_tests_name_each_library_route_of_the_hostile_sample(tmp
     the library call and the line of the package that made it, as the grade does."""
     import shutil
 
-    from tests.staff.test_hostile import SAMPLES_DIR, overlays, readme_field
+    from tests.staff._hostile import apply, sample_files
+    from tests.staff.test_hostile import readme_field
 
     ignore = shutil.ignore_patterns("staff", "__pycache__")
     for name in ("cs336_basics", "tests"):
         shutil.copytree(REPO / name, tmp_path / name, ignore=ignore)
     shutil.copyfile(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / "fixtures").symlink_to(REPO / "fixtures")
-    for rel in overlays("library_routes"):
-        with open(tmp_path / rel, "a") as f:
-            f.write("\n\n" + (SAMPLES_DIR / "library_routes" / rel).read_text())
+    for sample in sample_files("library_routes"):
+        apply(sample, tmp_path)
     components = readme_field("library_routes", "component").split()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "matches_fixture"]

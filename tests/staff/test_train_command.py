@@ -196,7 +196,7 @@ def test_train_help_lists_every_setting_with_its_default_and_meaning(capsys):
 
 
 @pytest.mark.parametrize("where", ["command line", "config file"])
-def test_train_old_eps_setting_is_refused_naming_adamw_eps(where, tmp_path, capsys):
+def test_train_old_eps_setting_is_refused_naming_its_new_name(where, tmp_path, capsys):
     config = tmp_path / "run.toml"
     config.write_text("eps = 1e-5\n")
     args = ["--eps=1e-5"] if where == "command line" else ["--config", str(config)]
@@ -205,7 +205,7 @@ def test_train_old_eps_setting_is_refused_naming_adamw_eps(where, tmp_path, caps
     assert not (tmp_path / "run").exists()
 
 
-def test_train_norm_eps_reaches_the_model_and_adamw_eps_the_optimizer():
+def test_train_norm_eps_reaches_the_model_and_the_optimizer_keeps_its_own_eps():
     from cs336_basics.train.config import load_config
 
     config = load_config(overrides={"norm_eps": "1e-3", "adamw_eps": "1e-6"})
