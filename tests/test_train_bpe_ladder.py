@@ -123,8 +123,11 @@ def test_train_bpe_merges_join_tokens_already_in_the_vocabulary():
 def test_train_bpe_ends_below_vocab_size_when_no_pair_is_left():
     vocab, merges = train("ab", 300, [])
     if merges != [(b"a", b"b")] or len(vocab) != 257:
+        invented = [a + b for a, b in merges if (a + b) not in b"ab"]
         climb_failed(f"on 'ab' with vocab_size 300 the merges were {merges!r}, the vocabulary {len(vocab)} tokens "
                      "(expected the one merge (a, b) and 257 tokens)",
+                     f"a merge made {invented[0]!r}, which 'ab' does not hold: merging a pair replaces its two tokens "
+                     "by one and adds none" if invented else
                      "stop when no pre-token has two tokens left: the vocabulary may end below vocab_size")  # fmt: skip
 
 
