@@ -17,3 +17,12 @@ def assert_close(actual, expected, tol: float, what: str = "") -> None:
 def rand(*shape: int, std: float = 1.0, mean: float = 0.0, seed: int = 0, dtype=F64) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(*shape, generator=g, dtype=torch.float64) * std + mean).to(dtype)
+
+
+def regression_step(model, optimizer, k: int) -> None:
+    """One optimizer step of a 6 -> 3 model on step k's batch (seeded by k: the same batch whoever runs it)."""
+    g = torch.Generator().manual_seed(k)
+    x, target = torch.randn(8, 6, generator=g), torch.randn(8, 3, generator=g)
+    optimizer.zero_grad()
+    ((model(x) - target) ** 2).mean().backward()
+    optimizer.step()

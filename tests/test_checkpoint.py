@@ -15,6 +15,7 @@ import torch
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.serialization import CheckpointError, read_checkpoint
 
+from ._helpers import regression_step
 from .adapters import run_checkpoint_resume, run_load_checkpoint, run_save_checkpoint
 
 
@@ -41,11 +42,7 @@ def new(seed: int = 0):
 
 def train(model, optimizer, steps: range):
     for k in steps:
-        g = torch.Generator().manual_seed(k)  # step k's batch, whoever runs it
-        x, target = torch.randn(8, 6, generator=g), torch.randn(8, 3, generator=g)
-        optimizer.zero_grad()
-        ((model(x) - target) ** 2).mean().backward()
-        optimizer.step()
+        regression_step(model, optimizer, k)
 
 
 def saved(tmp_path, steps: int = 3):
