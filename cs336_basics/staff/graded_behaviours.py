@@ -14,6 +14,7 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
         "test_cross_entropy_returns_a_scalar": ("cross_entropy",),
         "test_cross_entropy_of_one_row_is_its_log_sum_exp_minus_the_target_logit": ("cross_entropy_one_position",),
         "test_cross_entropy_averages_the_rows": ("cross_entropy", "cross_entropy_4d_odd"),
+        "test_cross_entropy_treats_every_leading_dimension_as_positions": ("cross_entropy", "cross_entropy_4d_odd"),
         "test_cross_entropy_ignores_a_constant_added_to_a_row": ("cross_entropy_2d_offset_logits",),
         "test_cross_entropy_of_logits_of_1e4_is_finite": ("cross_entropy_huge_logits",),
     },
