@@ -27,7 +27,8 @@ def _weights_and_a_buffer(rng) -> dict:
 
 cross_entropy = partial(Case, component="cross_entropy", adapter="run_cross_entropy")
 adamw_steps = partial(Case, component="adamw", adapter="run_adamw_steps")
-lr_schedule_at = partial(Case, component="lr_schedule", adapter="run_lr_schedule_at")
+# the rate at an iteration: a float64 scalar, exact but for rounding
+lr_schedule_at = partial(Case, component="lr_schedule", adapter="run_lr_schedule_at", floor=0.0, dtype=F64)
 gradient_clipping_of = partial(Case, component="gradient_clipping", adapter="run_gradient_clipping_of")
 get_batch_checks = partial(Case, component="get_batch", adapter="run_get_batch_checks", **EXACT_INT64)
 get_batch_generator_checks = partial(
@@ -153,28 +154,19 @@ CASES = [
         floor=8.9e-8,
     ),
     # lr_schedule: CS336's schedule (1, 0.1, 7, 21); no warm-up
-    lr_schedule_at("lr_schedule", seed=80, make=lr_schedule_case(1.0, 0.1, 7, 21), floor=0.0, dtype=F64),
-    lr_schedule_at("lr_schedule_no_warmup", seed=81, make=lr_schedule_case(3e-4, 3e-5, 0, 100), floor=0.0, dtype=F64),
+    lr_schedule_at("lr_schedule", seed=80, make=lr_schedule_case(1.0, 0.1, 7, 21)),
+    lr_schedule_at("lr_schedule_no_warmup", seed=81, make=lr_schedule_case(3e-4, 3e-5, 0, 100)),
     # hidden: a long schedule (LLaMA-like); warm-up as long as the cycle; a floor of 0
     lr_schedule_at(
-        "lr_schedule_long",
-        hidden=True,
-        seed=1181,
-        make=lr_schedule_case(6e-4, 6e-5, 2000, 100000, random_iters=40),
-        floor=0.0,
-        dtype=F64,
+        "lr_schedule_long", hidden=True, seed=1181, make=lr_schedule_case(6e-4, 6e-5, 2000, 100000, random_iters=40)
     ),
     lr_schedule_at(
         "lr_schedule_warmup_is_whole_cycle",
         hidden=True,
         seed=1182,
         make=lr_schedule_case(1e-3, 1e-4, 10, 10, random_iters=5),
-        floor=0.0,
-        dtype=F64,
     ),
-    lr_schedule_at(
-        "lr_schedule_zero_floor", hidden=True, seed=1183, make=lr_schedule_case(2.0, 0.0, 3, 50), floor=0.0, dtype=F64
-    ),
+    lr_schedule_at("lr_schedule_zero_floor", hidden=True, seed=1183, make=lr_schedule_case(2.0, 0.0, 3, 50)),
     # gradient_clipping: CS336's max_l2_norm 1e-2 with the global norm 3x above it; below it (left
     # alone); parameters without a gradient and given as an iterator (model.parameters())
     gradient_clipping_of(
