@@ -1,6 +1,6 @@
 """What the grade checks of each behaviour a public test asserts: {component: {public test: the
 graded cases that check the same behaviour}} (public cases are graded on fresh draws, hidden
-ones on their stored inputs; cases.py). tests/staff/test_graded_behaviours.py fails when a public
+ones on their stored inputs; staff/cases/). tests/staff/test_graded_behaviours.py fails when a public
 test of a listed component is in neither GRADED nor UNGRADED, or names a case that does not exist.
 Ladder rungs (tests/test_<component>_ladder.py) are public tests too."""
 

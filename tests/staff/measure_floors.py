@@ -1,6 +1,6 @@
 """Measure every floor the tests' tolerances come from, and print it beside the declared one.
 
-Graded cases (cs336_basics/staff/cases.py): per case, the larger max scaled error, against the
+Graded cases (cs336_basics/staff/cases/): per case, the larger max scaled error, against the
 stored float64 expected output, of the reference adapter and of the same adapter on PyTorch's
 built-in kernels (tests/oracles.py), both run in the case's dtype. The registry declares these
 floors, rounded up; its tolerances follow from them.

@@ -11,6 +11,7 @@ import torch
 from cs336_basics.fixture_io import load_fixture, save_fixture
 from cs336_basics.staff import cases, make_fixtures
 from cs336_basics.staff.cases import BY_NAME
+from cs336_basics.staff.cases import case as case_module
 
 
 def test_stored_fixtures_equal_what_the_generator_makes():
@@ -25,7 +26,7 @@ def test_no_fixture_file_without_a_case():
 def tmp_fixtures(tmp_path, monkeypatch):
     """A copy of the public fixtures that the registry reads instead of fixtures/."""
     shutil.copytree(cases.FIXTURES_DIR, tmp_path / "fixtures")
-    monkeypatch.setattr(cases, "FIXTURES_DIR", tmp_path / "fixtures")
+    monkeypatch.setattr(case_module, "FIXTURES_DIR", tmp_path / "fixtures")  # Case.directory reads it
     return tmp_path / "fixtures"
 
 

@@ -957,7 +957,7 @@ def test_grader_copies_no_symlinks_from_a_submission(tmp_path):
     sub = tmp_path / "sub"
     (sub / "cs336_basics").mkdir(parents=True)
     (sub / "cs336_basics" / "__init__.py").write_text("")
-    (sub / "cs336_basics" / "secret.py").symlink_to(REPO / "cs336_basics" / "staff" / "cases.py")
+    (sub / "cs336_basics" / "secret.py").symlink_to(REPO / "cs336_basics" / "staff" / "cases" / "__init__.py")
     (sub / "cs336_basics" / "fixtures").symlink_to(REPO / "hidden_fixtures")
     copy_package(find_package(sub), tmp_path / "copy")
     assert sorted(p.name for p in (tmp_path / "copy").iterdir()) == ["__init__.py"]
@@ -1015,7 +1015,8 @@ def test_grader_autograder_bundle_has_scripts_and_grading_files(gradescope_run):
         "tests/adapters.py",
         "cs336_basics/staff/grading.toml",
         "cs336_basics/staff/grader/grade.py",
-        "cs336_basics/staff/cases.py",
+        "cs336_basics/staff/cases/__init__.py",
+        "cs336_basics/staff/cases/case.py",
         "fixtures/linear.safetensors",
     ):
         assert name in modes

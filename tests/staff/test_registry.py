@@ -1,13 +1,15 @@
 """The case registry against things that are not our code: every case's stored expected output
 is what PyTorch's built-in kernels give, within the case's tolerance; and the graded
-components are the package's components."""
+components are the package's components. Its layout: a component's cases in one area module."""
+
+import itertools
 
 import pytest
 import torch
 
 from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import load_fixture
-from cs336_basics.staff.cases import CASES
+from cs336_basics.staff.cases import AREAS, CASES, PUBLIC_CASES
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.testing import compare
 from tests import adapters
@@ -32,3 +34,14 @@ def test_registry_graded_components_are_the_package_components():
     config = load_config()
     assert tuple(config.components) == COMPONENTS
     assert set(config.points) == set(COMPONENTS)
+
+
+def test_registry_keeps_each_component_s_cases_together_in_one_area_module():
+    """In its module a component's cases form one run, public cases first; modules follow COMPONENTS."""
+    runs = [(area.__name__, comp) for area in AREAS for comp, _ in itertools.groupby(c.component for c in area.CASES)]
+    assert [comp for _, comp in runs] == list(COMPONENTS), runs
+    for area in AREAS:
+        for comp in {c.component for c in area.CASES}:
+            hidden = [c.hidden for c in area.CASES if c.component == comp]
+            assert hidden == sorted(hidden), f"{area.__name__}: a public {comp} case after a hidden one"
+    assert list(dict.fromkeys(c.component for c in PUBLIC_CASES)) == list(COMPONENTS)

@@ -1,4 +1,4 @@
-"""The graded cases: every public and hidden case of the registry (cs336_basics/staff/cases.py)
+"""The graded cases: every public and hidden case of the registry (cs336_basics/staff/cases/)
 for the graded components, each with the tolerance stored in its fixture file."""
 
 from dataclasses import dataclass

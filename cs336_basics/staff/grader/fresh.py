@@ -1,6 +1,6 @@
 """Public cases graded on fresh inputs: the shipped fixtures are known to students, so a public
 case is graded on inputs drawn now from the same case definition (shapes, dtype, scales and
-witness values; cs336_basics/staff/cases.py) with a seed the student never sees, and judged
+witness values; cs336_basics/staff/cases/) with a seed the student never sees, and judged
 against the reference's float64 output, computed here in the grader (never in a worker).
 
 A draw is drawn again if the reference itself, run in the case's dtype, misses the case's

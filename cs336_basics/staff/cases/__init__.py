@@ -1,0 +1,64 @@
+"""The case registry: every graded fixture case, public and hidden, declared once. One module
+per area (linear, activations, norms, ffn, attention, model, generate, training, bpe,
+parallel) holds its components' cases, each component's public cases and then its hidden ones.
+
+A case (case.py) names its component, the adapter that computes it (tests/adapters.py, whose
+float64 run on the stored inputs is the expected output), the seed and builder of its inputs,
+the dtype they are given in, and the measured error floor its tolerance comes from:
+tol = testing.tolerance(floor, dtype), or 0 for an exact case. The generator (make_fixtures.py)
+writes the tolerance into the fixture file; tests, `cs336 status` and the grader read it from
+there.
+
+Floors: the larger max scaled error, against the stored expected output, of the reference
+adapter and of the same adapter on PyTorch's built-in kernels, both run in the case's dtype
+(`uv run python -m tests.staff.measure_floors`), rounded up.
+
+Public cases (seeds below 1000): across a component's public cases every argument of its
+adapters takes two values (dims, eps, activation, theta, world size, the number of leading
+dimensions and the dtype), so code that hard-codes one of them fails a public test
+(tests/staff/test_public_case_variety.py). Hidden cases (seeds 1000+) are for grading and
+never ship to students: other shapes (odd sizes, 1-D and 4-D), d_ff not a multiple of 64,
+bfloat16, and edge values. Case names never contain another component's name, so
+`pytest -k <component>` selects only its own.
+"""
+
+from cs336_basics import COMPONENTS
+from cs336_basics.fixture_io import FIXTURES_DIR
+from cs336_basics.staff.cases import (
+    activations,
+    attention,
+    bpe,
+    ffn,
+    generate,
+    linear,
+    model,
+    norms,
+    parallel,
+    training,
+)
+from cs336_basics.staff.cases.case import EXACT, HIDDEN_FIXTURES_DIR, Case
+
+__all__ = [
+    "BY_NAME",
+    "CASES",
+    "EXACT",
+    "FIXTURES_DIR",
+    "HIDDEN_CASES",
+    "HIDDEN_FIXTURES_DIR",
+    "PUBLIC_CASES",
+    "Case",
+    "cases_of",
+]
+
+AREAS = (linear, activations, norms, ffn, attention, model, generate, training, bpe, parallel)  # COMPONENTS' order
+PUBLIC_CASES = [case for area in AREAS for case in area.CASES if not case.hidden]
+HIDDEN_CASES = [case for area in AREAS for case in area.CASES if case.hidden]
+CASES = PUBLIC_CASES + HIDDEN_CASES
+BY_NAME = {c.name: c for c in CASES}
+
+
+def cases_of(component: str, hidden: bool | None = None) -> list[Case]:
+    """The cases of one component (public and hidden, or one kind), in registry order."""
+    if component not in COMPONENTS:
+        raise ValueError(f"unknown component {component!r}; valid names are {list(COMPONENTS)}")
+    return [c for c in CASES if c.component == component and hidden in (None, c.hidden)]

@@ -1,0 +1,138 @@
+"""SiLU, GELU (exact and tanh) and softmax."""
+
+from functools import partial
+
+from cs336_basics.staff.builders import edited, pointwise_case, softmax_case
+from cs336_basics.staff.cases.case import BF16, BIG, F16, F64, B, Case
+
+PAIRS = (0.0, -0.0, 40.0, -40.0, 88.0, -88.0, BIG, -BIG)  # exact zeros and large magnitudes
+MODERATE_PAIRS = PAIRS[:6]
+
+
+def _fully_masked_row(kw: dict) -> None:
+    kw["in_features"][2] = float("-inf")
+
+
+def _uniform_and_one_hot_rows(kw: dict) -> None:
+    kw["in_features"][0] = 7.0  # equal logits: uniform 1/n
+    kw["in_features"][1, 4] = 1e4  # one huge logit: one-hot, no overflow
+
+
+silu = partial(Case, component="silu", adapter="run_silu")
+gelu = partial(Case, component="gelu", adapter="run_gelu")
+softmax = partial(Case, component="softmax", adapter="run_softmax")
+
+CASES = [
+    silu("silu", seed=4, make=pointwise_case(B + (64,), std=3.0), floor=9.1e-8),
+    silu("silu_bf16", seed=5, make=pointwise_case(B + (64,), std=3.0), floor=2.4e-3, dtype=BF16),
+    # witness: exp(-x) overflows for x << 0 and exp(x) for x >> 0; the output must stay finite. Half the
+    # entries are random, so that fresh draws at grading time differ from the stored ones
+    silu(
+        "silu_extremes",
+        seed=24,
+        make=pointwise_case((16,), std=3.0, extremes=(-BIG, -100.0, -20.0, -0.0, 1e-30, 20.0, 100.0, BIG)),
+        floor=1.1e-10,
+    ),
+    silu(
+        "silu_extremes_fp16",
+        seed=25,
+        make=pointwise_case((16,), std=3.0, extremes=(-BIG, -100.0, -20.0, -0.0, 1e-4, 20.0, 100.0, BIG)),
+        floor=5.7e-7,
+        dtype=F16,
+    ),
+    silu("silu_4d_f64", seed=150, make=pointwise_case((2, 3, 4, 5), std=3.0), floor=1.2e-16, dtype=F64),
+    # hidden: exactly 0 and large magnitudes (x or 0, never NaN); odd 1-D; bfloat16 4-D
+    silu(
+        "silu_zero_and_large",
+        hidden=True,
+        seed=1021,
+        make=pointwise_case((3, 5, 7), std=4.0, extremes=PAIRS),
+        floor=5.7e-10,
+    ),
+    silu("silu_1d_odd", hidden=True, seed=1022, make=pointwise_case((13,), std=2.0), floor=2.5e-8),
+    silu(
+        "silu_4d_bf16",
+        hidden=True,
+        seed=1023,
+        make=pointwise_case((2, 3, 4, 5), std=3.0, extremes=(0.0, 300.0, -300.0)),
+        floor=4.1e-4,
+        dtype=BF16,
+    ),
+    gelu("gelu", seed=6, make=pointwise_case(B + (64,), std=3.0, approximate="none"), floor=4.4e-7),
+    gelu("gelu_tanh", seed=7, make=pointwise_case(B + (64,), std=3.0, approximate="tanh"), floor=7.2e-8),
+    gelu(
+        "gelu_tanh_2d_bf16",
+        seed=104,
+        make=pointwise_case((6, 40), std=3.0, approximate="tanh"),
+        floor=0.0016,
+        dtype=BF16,
+    ),
+    gelu(
+        "gelu_4d_f64",
+        seed=105,
+        make=pointwise_case((2, 3, 4, 5), std=3.0, approximate="none"),
+        floor=1.4e-16,
+        dtype=F64,
+    ),
+    # hidden: exactly 0 and large magnitudes (exact form); tanh form on odd 1-D; bfloat16
+    # (values of 1e4 would set the error scale rms(e) so high that the two GELU forms, which
+    # differ by up to 5e-4, could not be told apart: they get a case of their own)
+    gelu(
+        "gelu_zero_and_large",
+        hidden=True,
+        seed=1031,
+        make=pointwise_case((2, 3, 4, 5), std=3.0, extremes=MODERATE_PAIRS, approximate="none"),
+        floor=7.7e-8,
+    ),
+    gelu(
+        "gelu_tanh_1d_odd",
+        hidden=True,
+        seed=1032,
+        make=pointwise_case((17,), std=3.0, extremes=(0.0, 88.0, -88.0), approximate="tanh"),
+        floor=9.8e-9,
+    ),
+    gelu(
+        "gelu_huge_values",
+        hidden=True,
+        seed=1034,
+        make=pointwise_case((6,), std=1.0, extremes=(BIG, -BIG, 1e3, -1e3, 0.0, -0.0), approximate="none"),
+        floor=0.0,
+    ),
+    gelu(
+        "gelu_bf16",
+        hidden=True,
+        seed=1033,
+        make=pointwise_case((4, 9), std=3.0, approximate="none"),
+        floor=1.7e-3,
+        dtype=BF16,
+    ),
+    softmax("softmax", seed=8, make=softmax_case(B + (64,), dim=-1, std=2.0), floor=1.2e-7),
+    softmax("softmax_dim0", seed=9, make=softmax_case((10, 3, 7), dim=0, std=2.0), floor=1.4e-7),
+    softmax("softmax_large_logits", seed=10, make=softmax_case((6, 50), dim=-1, std=BIG, mean=BIG), floor=2.4e-59),
+    softmax("softmax_masked", seed=11, make=softmax_case((8, 16), dim=-1, std=2.0, mask_fraction=0.5), floor=1.1e-7),
+    softmax("softmax_2d_bf16", seed=106, make=softmax_case((6, 20), dim=-1, std=3.0), floor=0.0019, dtype=BF16),
+    softmax("softmax_4d_f64", seed=107, make=softmax_case((2, 3, 4, 5), dim=2, std=2.0), floor=9.5e-17, dtype=F64),
+    # hidden: along a middle dim of a 4-D input; 1-D; a uniform row and a one-hot row; bfloat16
+    softmax(
+        "softmax_middle_dim", hidden=True, seed=1041, make=softmax_case((2, 5, 3, 4), dim=1, std=2.0), floor=8.4e-8
+    ),
+    softmax("softmax_1d", hidden=True, seed=1042, make=softmax_case((13,), dim=0, std=3.0), floor=6e-8),
+    softmax(
+        "softmax_uniform_and_one_hot",
+        hidden=True,
+        seed=1043,
+        make=edited(softmax_case((4, 11), dim=-1, std=2.0), _uniform_and_one_hot_rows),
+        floor=6.7e-8,
+    ),
+    softmax(
+        "softmax_bf16", hidden=True, seed=1044, make=softmax_case((6, 11), dim=-1, std=4.0), floor=1.5e-3, dtype=BF16
+    ),
+    # a fully masked row returns zeros (our documented definition; torch.softmax gives NaN)
+    softmax(
+        "softmax_fully_masked_row",
+        hidden=True,
+        seed=1045,
+        make=edited(softmax_case((4, 9), dim=-1, std=2.0, mask_fraction=0.3), _fully_masked_row),
+        floor=7.2e-8,
+    ),
+]

@@ -1,0 +1,126 @@
+"""Scaled dot-product attention, RoPE and multi-head self-attention."""
+
+from functools import partial
+
+from cs336_basics.staff.builders import attention_case, mha_case, rope_case
+from cs336_basics.staff.cases.case import BF16, F64, Case
+
+scaled_dot_product_attention = partial(Case, component="attention", adapter="run_scaled_dot_product_attention")
+rope = partial(Case, component="rope", adapter="run_rope")
+multihead_self_attention = partial(Case, component="mha", adapter="run_multihead_self_attention")
+multihead_self_attention_with_rope = partial(Case, component="mha", adapter="run_multihead_self_attention_with_rope")
+
+CASES = [
+    # attention: CS336's shapes (4 x 12 queries, 16 keys, d_k 64) with a mask that is not causal
+    # (a causal-only implementation, or an inverted mask, fails) and a query that may attend to
+    # nothing (its output is 0: a -1e9 fill instead of -inf averages V there); no mask; 4-D with d_v != d_k
+    scaled_dot_product_attention(
+        "attention_random_mask",
+        seed=28,
+        make=attention_case((4,), 12, 16, 64, 64, mask="fully_masked_row", scale=1.5),
+        floor=1.3e-6,
+    ),
+    scaled_dot_product_attention(
+        "attention_unmasked", seed=29, make=attention_case((2, 3), 10, 10, 16, 8, scale=2.0), floor=8.5e-7
+    ),
+    scaled_dot_product_attention(
+        "attention_4d_f64", seed=117, make=attention_case((2, 2), 5, 6, 8, 8, mask="random"), floor=4.3e-16, dtype=F64
+    ),
+    scaled_dot_product_attention(
+        "attention_2d_bf16",
+        seed=118,
+        make=attention_case((), 6, 9, 16, 16, mask="fully_masked_row"),
+        floor=0.0036,
+        dtype=BF16,
+    ),
+    # hidden: a query that may attend to nothing (zeros, not NaN); 3-D bfloat16; one query
+    scaled_dot_product_attention(
+        "attention_fully_masked_row",
+        hidden=True,
+        seed=1101,
+        make=attention_case((3,), 5, 7, 8, 8, mask="fully_masked_row", scale=1.5),
+        floor=2.8e-7,
+    ),
+    scaled_dot_product_attention(
+        "attention_bf16",
+        hidden=True,
+        seed=1102,
+        make=attention_case((2, 2), 6, 9, 16, 16, mask="random", scale=1.5),
+        floor=9.3e-3,
+        dtype=BF16,
+    ),
+    scaled_dot_product_attention(
+        "attention_one_query", hidden=True, seed=1103, make=attention_case((), 1, 13, 24, 5), floor=7.7e-8
+    ),
+    # rope: CS336's (4 x 12, d_k 64, theta 10000) at positions 0..11; per-row positions that are
+    # not arange (a packed or left-padded batch) in a table of 1024
+    rope("rope", seed=30, make=rope_case((4,), 12, 64, 10000.0, 2048), floor=7.3e-8),
+    rope(
+        "rope_positions_not_arange",
+        seed=31,
+        make=rope_case((2, 3), 9, 32, 10000.0, 1024, positions="random"),
+        floor=7.9e-8,
+    ),
+    # positions out of order (nothing says they increase), Llama 3's theta
+    rope(
+        "rope_shuffled_positions_f64",
+        seed=119,
+        make=rope_case((3,), 8, 16, 500000.0, 64, positions="shuffled"),
+        floor=1.5e-16,
+        dtype=F64,
+    ),
+    rope("rope_unbatched_bf16", seed=120, make=rope_case((), 10, 32, 1000.0, 32), floor=0.0025, dtype=BF16),
+    # hidden: the last positions of an 8192 table with Llama 3's theta 500000; 2-D bfloat16; d_k 2
+    rope(
+        "rope_end_of_long_table",
+        hidden=True,
+        seed=1111,
+        make=rope_case((2,), 6, 16, 500000.0, 8192, positions="end"),
+        floor=6.7e-8,
+    ),
+    rope(
+        "rope_bf16", hidden=True, seed=1112, make=rope_case((), 7, 24, 10000.0, 16, x_std=2.0), floor=0.0022, dtype=BF16
+    ),
+    rope(
+        "rope_pair_random_positions",
+        hidden=True,
+        seed=1113,
+        make=rope_case((5,), 4, 2, 100.0, 50, positions="random"),
+        floor=3.5e-8,
+    ),
+    # mha: no RoPE; with RoPE, grouped-query (2 kv heads for 4 query heads) at positions not arange
+    multihead_self_attention("mha", seed=32, make=mha_case((4,), 12, 64, 4), floor=2.1e-6),
+    multihead_self_attention_with_rope(
+        "mha_rotary_gqa",
+        seed=33,
+        make=mha_case((2,), 10, 64, 4, num_kv_heads=2, theta=10000.0, max_seq_len=64, positions="random"),
+        floor=1.1e-6,
+    ),
+    multihead_self_attention("mha_4d_f64", seed=121, make=mha_case((2, 2), 5, 48, 3), floor=9e-16, dtype=F64),
+    multihead_self_attention_with_rope(
+        "mha_rotary_shuffled_bf16",
+        seed=122,
+        make=mha_case((), 8, 32, 2, num_kv_heads=1, theta=500000.0, max_seq_len=32, positions="shuffled"),
+        floor=0.0085,
+        dtype=BF16,
+    ),
+    # hidden: multi-query (one kv head) in bfloat16; 3-D batch of odd length with RoPE; one token
+    multihead_self_attention_with_rope(
+        "mha_mqa_bf16",
+        hidden=True,
+        seed=1121,
+        make=mha_case((2,), 6, 48, 4, num_kv_heads=1, theta=10000.0, max_seq_len=16),
+        floor=2.6e-2,
+        dtype=BF16,
+    ),
+    multihead_self_attention_with_rope(
+        "mha_3d_batch_odd",
+        hidden=True,
+        seed=1122,
+        make=mha_case((2, 3), 7, 36, 3, theta=500000.0, max_seq_len=100, positions="random"),
+        floor=1.5e-6,
+    ),
+    multihead_self_attention(
+        "mha_one_token", hidden=True, seed=1123, make=mha_case((3,), 1, 32, 8, num_kv_heads=2), floor=2.3e-7
+    ),
+]

@@ -1,0 +1,143 @@
+"""Byte-level BPE: training and the tokenizer."""
+
+import os
+import tempfile
+from functools import partial
+
+from cs336_basics.corpus import EOT
+from cs336_basics.staff.bpe_builders import tokenizer_case, train_bpe_case, trained_vocabulary
+from cs336_basics.staff.cases.case import EXACT_INT64, Case
+from cs336_basics.tokenizer import tensors
+from cs336_basics.tokenizer.synthetic import synthetic_text
+from cs336_basics.tokenizer.train_bpe import train_bpe
+
+
+def _literal_specials_and_crlf(rng) -> dict:
+    """A corpus of words holding '<', '|' and '>', separated by spaces, '\\r\\n' and the special token."""
+    words = ["a<b", "x|y", "<|end", "endoftext", "|>", "<<", "ab", "ba", "end", "text"]
+    picks = rng.integers(0, len(words), size=400).tolist()
+    seps = rng.integers(0, 4, size=400).tolist()
+    parts = [words[p] + (" ", "\r\n", EOT, " \r\n\r\n")[s] for p, s in zip(picks, seps, strict=True)]
+    corpus = "".join(parts)
+    return dict(corpus=tensors.text_to_tensor(corpus), vocab_size=330, special_tokens=[EOT])
+
+
+def _pairs_run_out(rng) -> dict:
+    """A corpus of four words: its pairs run out before a vocabulary of 300."""
+    words = ["ab", "ba", "abc", "c"]
+    corpus = " ".join(words[i] for i in rng.integers(0, len(words), size=40).tolist())
+    return dict(corpus=tensors.text_to_tensor(corpus), vocab_size=300, special_tokens=[EOT])
+
+
+def _renumbered_vocabulary(rng) -> dict:
+    """A trained vocabulary with its ids permuted; the text holds a special token it lacks."""
+    kw = trained_vocabulary(rng, 300, 500, [EOT])
+    vocab = tensors.tensors_to_vocab(kw["token_bytes"], kw["token_offsets"])
+    merges = tensors.tensor_to_merges(kw["merges"], vocab)
+    order = rng.permutation(len(vocab)).tolist()
+    renumbered = {new: vocab[old] for new, old in enumerate(order)}
+    token_bytes, token_offsets = tensors.vocab_to_tensors(renumbered)
+    text = synthetic_text(rng, 20, [EOT, "<|new|>"], unicode_share=0.15)
+    return dict(
+        token_bytes=token_bytes,
+        token_offsets=token_offsets,
+        merges=tensors.merges_to_tensor(merges, renumbered),
+        special_tokens=[EOT, "<|new|>"],
+        text=tensors.text_to_tensor(text),
+    )
+
+
+def _newline_runs(rng) -> dict:
+    """A vocabulary trained on text with runs of newlines, and such a text's lines to encode."""
+
+    def with_runs(text: str) -> str:
+        return text.replace(" ", "\n\n\n ", 50).replace(".", ".\n\n", 50)
+
+    corpus = with_runs(synthetic_text(rng, 200, [EOT]))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.txt")
+        with open(path, "wb") as f:
+            f.write(corpus.encode("utf-8"))
+        vocab, merges = train_bpe(path, 400, [EOT], num_processes=1)
+    token_bytes, token_offsets = tensors.vocab_to_tensors(vocab)
+    text = with_runs(synthetic_text(rng, 20, [EOT], unicode_share=0.15))
+    return dict(
+        token_bytes=token_bytes,
+        token_offsets=token_offsets,
+        merges=tensors.merges_to_tensor(merges, vocab),
+        special_tokens=[EOT],
+        text=tensors.text_to_tensor(text),
+    )
+
+
+train_bpe_on_text = partial(Case, component="train_bpe", adapter="run_train_bpe_on_text", **EXACT_INT64)
+train_bpe_token_ids = partial(Case, component="train_bpe", adapter="run_train_bpe_token_ids", **EXACT_INT64)
+tokenizer_encode = partial(Case, component="tokenizer", adapter="run_tokenizer_encode", **EXACT_INT64)
+tokenizer_decode = partial(Case, component="tokenizer", adapter="run_tokenizer_decode", **EXACT_INT64)
+tokenizer_encode_iterable = partial(Case, component="tokenizer", adapter="run_tokenizer_encode_iterable", **EXACT_INT64)
+tokenizer_encode_iterable_lazily = partial(
+    Case, component="tokenizer", adapter="run_tokenizer_encode_iterable_lazily", **EXACT_INT64
+)
+
+CASES = [
+    # train_bpe: the merges and vocabulary (as tensors.bpe_table, exact) of ~15 kB of synthetic text
+    # (bpe_builders.py) whose documents are separated by <|endoftext|>, the glued words around it
+    # a witness for merging across it; and of text without special tokens
+    train_bpe_on_text("train_bpe_one_special", seed=90, make=train_bpe_case(150, 400, [EOT])),
+    train_bpe_on_text("train_bpe_no_specials", seed=91, make=train_bpe_case(100, 320, [])),
+    # hidden: ~0.4 MB and 1,500 tokens (what the handout's time budget is about); two special
+    # tokens and a fifth of the words Unicode or emoji; a vocabulary of only the bytes and the
+    # special token (no merge)
+    train_bpe_on_text(
+        "train_bpe_larger_corpus",
+        hidden=True,
+        seed=1301,
+        make=train_bpe_case(4000, 1500, [EOT], words_per_doc=(10, 40), lexicon_size=2000),
+    ),
+    train_bpe_on_text(
+        "train_bpe_unicode_two_specials",
+        hidden=True,
+        seed=1302,
+        make=train_bpe_case(200, 600, [EOT, "<|pad|>"], unicode_share=0.1),
+    ),
+    train_bpe_on_text("train_bpe_zero_merges", hidden=True, seed=1303, make=train_bpe_case(20, 257, [EOT])),
+    # a corpus holding '\r\n', '<', '|', '>' and the special token's word outside it: matched
+    # literally, no newline translation
+    train_bpe_on_text("train_bpe_literal_specials_crlf", hidden=True, seed=1501, make=_literal_specials_and_crlf),
+    # the ids of the vocabulary: the bytes at 0-255, the specials next, the merges in order
+    train_bpe_token_ids("train_bpe_token_ids", hidden=True, seed=1505, make=train_bpe_case(60, 330, [EOT, "<|pad|>"])),
+    # a corpus whose pairs run out before vocab_size
+    train_bpe_on_text("train_bpe_pairs_run_out", hidden=True, seed=1502, make=_pairs_run_out),
+    # tokenizer: a vocabulary of 400 trained on synthetic text; encode a text holding both
+    # <|endoftext|> and <|endoftext|><|endoftext|> (witness: both listed, the longer must win);
+    # decode ids with lone bytes of multi-byte characters among them (U+FFFD, not an error);
+    # encode_iterable over a text's lines
+    tokenizer_encode("tokenizer_encode_overlapping_specials", seed=92, make=tokenizer_case(400, [EOT, EOT * 2])),
+    tokenizer_decode("tokenizer_decode_split_characters", seed=93, make=tokenizer_case(400, [EOT], what="ids")),
+    tokenizer_encode_iterable("tokenizer_encode_iterable_lines", seed=94, make=tokenizer_case(400, [EOT, EOT * 2])),
+    tokenizer_decode("tokenizer_decode_no_specials", seed=136, make=tokenizer_case(320, [], what="ids")),
+    # hidden: no special tokens (None); encode_iterable on Unicode-heavy lines with a larger
+    # vocabulary; decoding with a vocabulary of 1,000
+    tokenizer_encode("tokenizer_no_specials", hidden=True, seed=1311, make=tokenizer_case(500, None)),
+    tokenizer_encode_iterable(
+        "tokenizer_iterable_unicode",
+        hidden=True,
+        seed=1312,
+        make=tokenizer_case(1000, [EOT], n_docs=600, text_docs=60, unicode_share=0.1),
+    ),
+    tokenizer_decode(
+        "tokenizer_decode_larger_vocab",
+        hidden=True,
+        seed=1313,
+        make=tokenizer_case(1000, [EOT, "<|pad|>"], n_docs=600, what="ids"),
+    ),
+    # whether encode_iterable yields before the last line is read
+    tokenizer_encode_iterable_lazily(
+        "tokenizer_iterable_is_lazy", hidden=True, seed=1506, make=tokenizer_case(400, [EOT])
+    ),
+    # a vocabulary numbered out of order (bytes away from ids 0-255, merged tokens not in merge
+    # order) and a text holding a special token it lacks
+    tokenizer_encode("tokenizer_renumbered_vocabulary", hidden=True, seed=1503, make=_renumbered_vocabulary),
+    # encode_iterable over lines with runs of newlines
+    tokenizer_encode_iterable("tokenizer_iterable_newline_runs", hidden=True, seed=1504, make=_newline_runs),
+]

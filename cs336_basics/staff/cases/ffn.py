@@ -1,0 +1,110 @@
+"""The feed-forward networks: SwiGLU, the position-wise FFN and the pre-norm FFN block."""
+
+from functools import partial
+
+from cs336_basics.staff.builders import ffn_block_case, positionwise_case, swiglu_case
+from cs336_basics.staff.cases.case import BF16, F64, B, Case
+
+swiglu = partial(Case, component="swiglu", adapter="run_swiglu")
+positionwise_feedforward = partial(Case, component="positionwise_ffn", adapter="run_positionwise_feedforward")
+ffn_block = partial(Case, component="ffn_block", adapter="run_ffn_block")
+
+CASES = [
+    swiglu("swiglu", seed=18, make=swiglu_case(B, 64, 128), floor=9.0e-7),
+    swiglu("swiglu_4d", seed=19, make=swiglu_case((2, 2, 3), 40, 96, x_std=3.0), floor=6.5e-7),
+    swiglu("swiglu_bf16", seed=20, make=swiglu_case(B, 64, 128), floor=1.7e-2, dtype=BF16),
+    swiglu("swiglu_2d_f64", seed=112, make=swiglu_case((6,), 24, 72), floor=5.6e-16, dtype=F64),
+    # hidden: d_ff not a multiple of 64 with odd d_model; 1-D; bfloat16
+    swiglu("swiglu_odd", hidden=True, seed=1071, make=swiglu_case((5,), 33, 100), floor=3.8e-7),
+    swiglu("swiglu_1d", hidden=True, seed=1072, make=swiglu_case((), 16, 45, x_std=2.0), floor=3.1e-7),
+    swiglu("swiglu_odd_bf16", hidden=True, seed=1073, make=swiglu_case((3, 4), 24, 100), floor=1.7e-2, dtype=BF16),
+    positionwise_feedforward("positionwise_ffn", seed=21, make=positionwise_case(B, 64, 256), floor=7.6e-7),
+    # witness: an activation other than the default GELU, SiLU (Swish; an FFN ignoring `activation` fails)
+    positionwise_feedforward(
+        "positionwise_ffn_swish", seed=40, make=positionwise_case(B, 64, 256, activation="silu"), floor=9.0e-7
+    ),
+    positionwise_feedforward(
+        "positionwise_ffn_relu_2d_f64",
+        seed=113,
+        make=positionwise_case((6,), 24, 40, activation="relu"),
+        floor=4.0e-16,
+        dtype=F64,
+    ),
+    positionwise_feedforward(
+        "positionwise_ffn_tanh_4d_bf16",
+        seed=114,
+        make=positionwise_case((2, 3, 4), 16, 48, activation="gelu_tanh"),
+        floor=0.0079,
+        dtype=BF16,
+    ),
+    # hidden: odd sizes; ReLU on 4-D input; tanh-GELU in bfloat16
+    positionwise_feedforward(
+        "positionwise_ffn_odd", hidden=True, seed=1081, make=positionwise_case((5,), 33, 100), floor=5.0e-7
+    ),
+    positionwise_feedforward(
+        "positionwise_ffn_relu_4d",
+        hidden=True,
+        seed=1082,
+        make=positionwise_case((2, 3, 4), 12, 20, activation="relu"),
+        floor=1.5e-7,
+    ),
+    positionwise_feedforward(
+        "positionwise_ffn_tanh_bf16",
+        hidden=True,
+        seed=1083,
+        make=positionwise_case((4, 6), 16, 40, activation="gelu_tanh"),
+        floor=7.4e-3,
+        dtype=BF16,
+    ),
+    ffn_block("ffn_block_llama", seed=22, make=ffn_block_case(B, 64, 192, "rmsnorm", "swiglu", "silu"), floor=3.8e-7),
+    ffn_block(
+        "ffn_block_original",
+        seed=23,
+        make=ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True),
+        floor=4.7e-7,
+    ),
+    ffn_block(
+        "ffn_block_original_2d_f64_eps",
+        seed=115,
+        make=ffn_block_case((6,), 24, 64, "layernorm", "positionwise", "relu", bias=True, eps=0.5),
+        floor=4e-16,
+        dtype=F64,
+    ),
+    ffn_block(
+        "ffn_block_llama_4d_bf16",
+        seed=116,
+        make=ffn_block_case((2, 2, 3), 32, 96, "rmsnorm", "swiglu", "silu", eps=1e-6),
+        floor=0.0023,
+        dtype=BF16,
+    ),
+    # hidden: both configs with odd d_ff; LayerNorm without bias + ReLU on a 1-D input; bfloat16
+    ffn_block(
+        "ffn_block_ln_pw_odd",
+        hidden=True,
+        seed=1091,
+        make=ffn_block_case((5,), 33, 100, "layernorm", "positionwise", "gelu", bias=True),
+        floor=1.6e-7,
+    ),
+    ffn_block(
+        "ffn_block_rms_glu_4d_odd",
+        hidden=True,
+        seed=1092,
+        make=ffn_block_case((2, 3, 4), 20, 100, "rmsnorm", "swiglu", "silu"),
+        floor=1.2e-7,
+    ),
+    ffn_block(
+        "ffn_block_ln_pw_nobias_1d",
+        hidden=True,
+        seed=1093,
+        make=ffn_block_case((), 16, 36, "layernorm", "positionwise", "relu"),
+        floor=7.7e-8,
+    ),
+    ffn_block(
+        "ffn_block_rms_glu_bf16",
+        hidden=True,
+        seed=1094,
+        make=ffn_block_case((4, 6), 24, 100, "rmsnorm", "swiglu", "silu"),
+        floor=2.6e-3,
+        dtype=BF16,
+    ),
+]

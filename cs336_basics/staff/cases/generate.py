@@ -1,0 +1,93 @@
+"""Generation and the sampling it is built from."""
+
+from functools import partial
+
+from cs336_basics.staff.builders import edited, generate_case, sampling_case
+from cs336_basics.staff.cases.case import EXACT_INT64, F64, Case
+from cs336_basics.staff.reference import expected_output
+
+
+def _eos_is_the_third_token(kw: dict) -> None:
+    # the id generation chooses third: it must stop right after it (and yield it)
+    kw["eos_token_id"] = int(expected_output("run_generate", kw)[2])
+
+
+generate = partial(Case, component="generate", adapter="run_generate", **EXACT_INT64)
+top_p_filter = partial(Case, component="generate", adapter="run_top_p_filter")
+next_token_distribution = partial(Case, component="generate", adapter="run_next_token_distribution")
+sample_next_token = partial(Case, component="generate", adapter="run_sample_next_token", **EXACT_INT64)
+
+CASES = [
+    # generate: greedy token ids (exact) from a 5-token prompt; a prompt that leaves room for
+    # only 4 of the 10 tokens asked for (generation stops at context_length)
+    generate("generate_greedy", seed=38, make=generate_case(5, 12, 64, 32, 32, 2, 4, 64)),
+    generate(
+        "generate_until_context_full",
+        seed=39,
+        make=generate_case(12, 10, 64, 16, 32, 2, 4, 64, num_kv_heads=2, tie=True),
+    ),
+    generate("generate_f64", seed=127, make=generate_case(4, 6, 48, 24, 48, 1, 3, 96, rope_theta=500000.0), dtype=F64),
+    # what sampling.py computes, graded on its own: the nucleus of probabilities (top-p), the
+    # distribution a token is drawn from (temperature on the logits, then top-p), seeded draws (ids
+    # compared as ids: the draw is torch.multinomial on the distribution in vocabulary order); a whole
+    # sampled generation; and generation that stops after an end-of-sequence id
+    top_p_filter(
+        "generate_top_p_filter", seed=140, make=sampling_case((6,), 40, 2.0, "filter", top_p=0.8), floor=9.6e-08
+    ),
+    top_p_filter(
+        "generate_top_p_filter_4d_f64",
+        seed=141,
+        make=sampling_case((2, 3, 4), 16, 1.5, "filter", top_p=0.5),
+        floor=0.0,
+        dtype=F64,
+    ),
+    # witness: a temperature of 0.6 on the logits sharpens the distribution; applied to the
+    # probabilities after the softmax (and renormalised) it changes nothing
+    next_token_distribution(
+        "generate_temperature_distribution",
+        seed=142,
+        make=sampling_case((5,), 30, 2.0, "distribution", temperature=0.6, top_p=1.0),
+        floor=1.5e-07,
+    ),
+    next_token_distribution(
+        "generate_temperature_top_p_distribution_f64",
+        seed=143,
+        make=sampling_case((2, 4), 25, 1.0, "distribution", temperature=1.7, top_p=0.9),
+        floor=2.2e-16,
+        dtype=F64,
+    ),
+    sample_next_token(
+        "generate_sampled_ids", seed=144, make=sampling_case((64,), 20, 2.0, "draw", temperature=0.8, top_p=0.9)
+    ),
+    sample_next_token(
+        "generate_sampled_ids_4d_f64",
+        seed=145,
+        make=sampling_case((4, 4, 4), 12, 1.0, "draw", temperature=1.5, top_p=1.0),
+        dtype=F64,
+    ),
+    generate("generate_sampled", seed=146, make=generate_case(4, 12, 32, 32, 32, 2, 4, 64, temperature=1.0, top_p=0.9)),
+    generate(
+        "generate_stops_at_eos",
+        seed=147,
+        make=edited(generate_case(5, 10, 64, 32, 32, 2, 4, 64), _eos_is_the_third_token),
+    ),
+    # hidden: a one-token prompt, multi-query, tied; 3 layers and an odd vocabulary
+    generate(
+        "generate_one_token_prompt",
+        hidden=True,
+        seed=1151,
+        make=generate_case(1, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=1, tie=True),
+    ),
+    generate("generate_three_layers", hidden=True, seed=1152, make=generate_case(4, 7, 53, 16, 48, 3, 3, 80)),
+    # sampled (temperature and top-p, seeded) from a tied grouped-query model, stopping after the
+    # third id it draws
+    generate(
+        "generate_sampled_stops_at_eos",
+        hidden=True,
+        seed=1153,
+        make=edited(
+            generate_case(3, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=2, tie=True, temperature=0.7, top_p=0.8),
+            _eos_is_the_third_token,
+        ),
+    ),
+]

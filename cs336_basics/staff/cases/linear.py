@@ -1,0 +1,55 @@
+"""Linear (with and without a bias) and Embedding."""
+
+from functools import partial
+
+import torch
+
+from cs336_basics.staff.builders import edited, embedding_case, linear_bias_case, linear_case
+from cs336_basics.staff.cases.case import BF16, EXACT, F64, B, Case
+
+
+def _repeat_ids(kw: dict) -> None:  # ids 0 and vocab-1 already first; repeat them and one more id
+    kw["token_ids"][2:6] = torch.tensor([5, 5, 0, kw["vocab_size"] - 1])
+
+
+linear = partial(Case, component="linear", adapter="run_linear")
+linear_with_bias = partial(Case, component="linear", adapter="run_linear_with_bias")
+embedding = partial(Case, component="embedding", adapter="run_embedding")
+
+CASES = [
+    # witness: a square weight, so multiplying by W instead of W^T gives a wrong output (which can be
+    # named), not a shape error; linear_4d's weight is not square
+    linear("linear", seed=1, make=linear_case(B, 64, 64), floor=4.5e-7),
+    linear("linear_4d", seed=2, make=linear_case((2, 3, 5), 48, 24, x_std=3.0), floor=2.9e-7),
+    linear("linear_2d_bf16", seed=100, make=linear_case((7,), 32, 48), floor=0.0025, dtype=BF16),
+    linear("linear_f64", seed=101, make=linear_case((3,), 16, 24, x_std=2.0), floor=1.5e-16, dtype=F64),
+    # Linear(bias=True) (beyond CS336; the position-wise FFN's layers)
+    linear_with_bias("linear_with_bias", seed=148, make=linear_bias_case(B, 32, 40), floor=3.2e-7),
+    linear_with_bias(
+        "linear_with_bias_4d_f64", seed=149, make=linear_bias_case((2, 3, 4), 12, 20), floor=1.9e-16, dtype=F64
+    ),
+    # hidden: odd sizes, a 1-D input, bfloat16 with 4-D input
+    linear("linear_odd", hidden=True, seed=1001, make=linear_case((5,), 7, 13), floor=8.6e-8),
+    linear("linear_1d", hidden=True, seed=1002, make=linear_case((), 33, 17), floor=9.2e-8),
+    linear(
+        "linear_4d_bf16",
+        hidden=True,
+        seed=1003,
+        make=linear_case((2, 3, 4), 24, 10, x_std=2.0),
+        floor=2.5e-3,
+        dtype=BF16,
+    ),
+    embedding("embedding", seed=3, make=embedding_case(B, 100, 64), floor=EXACT),
+    embedding("embedding_unbatched_ids_bf16", seed=102, make=embedding_case((9,), 50, 24), floor=EXACT, dtype=BF16),
+    embedding("embedding_3d_ids_f64", seed=103, make=embedding_case((2, 2, 3), 20, 8), floor=EXACT, dtype=F64),
+    # hidden: repeated ids and both ends of an odd vocabulary; 1-D and 3-D ids; bfloat16 table
+    embedding(
+        "embedding_repeated_ids",
+        hidden=True,
+        seed=1011,
+        make=edited(embedding_case((9,), 37, 13), _repeat_ids),
+        floor=EXACT,
+    ),
+    embedding("embedding_3d_ids", hidden=True, seed=1012, make=embedding_case((2, 3, 5), 11, 7), floor=EXACT),
+    embedding("embedding_bf16", hidden=True, seed=1013, make=embedding_case((4, 6), 50, 16), floor=EXACT, dtype=BF16),
+]

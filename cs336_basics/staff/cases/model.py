@@ -1,0 +1,63 @@
+"""The transformer block and the language model."""
+
+from functools import partial
+
+from cs336_basics.staff.builders import block_case, lm_case
+from cs336_basics.staff.cases.case import BF16, F64, Case
+
+transformer_block = partial(Case, component="block", adapter="run_transformer_block")
+transformer_lm = partial(Case, component="lm", adapter="run_transformer_lm")
+
+CASES = [
+    # block: CS336's pre-norm layer; grouped-query with a sequence shorter than max_seq_len
+    transformer_block("block", seed=34, make=block_case(4, 12, 64, 4, 128, 16, 10000.0), floor=6.7e-7),
+    transformer_block(
+        "block_gqa_short", seed=35, make=block_case(2, 7, 64, 4, 96, 32, 10000.0, num_kv_heads=2), floor=5.8e-7
+    ),
+    transformer_block("block_f64", seed=123, make=block_case(2, 5, 48, 3, 96, 16, 500000.0), floor=6.1e-16, dtype=F64),
+    transformer_block(
+        "block_mqa_short_bf16",
+        seed=124,
+        make=block_case(1, 6, 32, 2, 64, 8, 1000.0, num_kv_heads=1),
+        floor=0.0053,
+        dtype=BF16,
+    ),
+    # hidden: multi-query, odd d_ff; a full-length bfloat16 sequence
+    transformer_block(
+        "block_mqa_odd",
+        hidden=True,
+        seed=1131,
+        make=block_case(3, 5, 48, 4, 100, 8, 10000.0, num_kv_heads=1),
+        floor=5.2e-7,
+    ),
+    transformer_block(
+        "block_bf16", hidden=True, seed=1132, make=block_case(2, 8, 32, 2, 64, 8, 10000.0), floor=5.2e-3, dtype=BF16
+    ),
+    # lm: 2 layers, untied head, input shorter than the context; tied head (SmolLM2) with GQA
+    transformer_lm("lm", seed=36, make=lm_case(4, 12, 100, 16, 64, 2, 4, 128), floor=1.6e-6),
+    transformer_lm(
+        "lm_tied_head_gqa", seed=37, make=lm_case(2, 9, 80, 32, 64, 2, 4, 96, num_kv_heads=2, tie=True), floor=1.3e-6
+    ),
+    transformer_lm(
+        "lm_f64", seed=125, make=lm_case(2, 6, 50, 16, 32, 1, 2, 64, rope_theta=500000.0), floor=1.1e-15, dtype=F64
+    ),
+    transformer_lm(
+        "lm_three_layers_bf16",
+        seed=126,
+        make=lm_case(1, 8, 40, 8, 32, 3, 2, 64, rope_theta=1000.0),
+        floor=0.019,
+        dtype=BF16,
+    ),
+    # hidden: one layer, odd vocabulary, the whole context; three layers, tied, multi-query, bfloat16
+    transformer_lm(
+        "lm_one_layer_full_context", hidden=True, seed=1141, make=lm_case(3, 8, 37, 8, 32, 1, 2, 64), floor=7.4e-7
+    ),
+    transformer_lm(
+        "lm_tied_mqa_bf16",
+        hidden=True,
+        seed=1142,
+        make=lm_case(2, 6, 50, 16, 48, 3, 4, 100, num_kv_heads=1, tie=True),
+        floor=2.8e-2,
+        dtype=BF16,
+    ),
+]

@@ -1,0 +1,97 @@
+"""RMSNorm and LayerNorm."""
+
+from functools import partial
+
+from cs336_basics.staff.builders import edited, layernorm_case, rmsnorm_case
+from cs336_basics.staff.cases.case import BF16, F16, F64, B, Case
+
+
+def _zero_row_and_spike(kw: dict) -> None:
+    kw["in_features"][0] = 0.0  # RMS 0: output 0 (eps > 0), not NaN
+    kw["in_features"][1, 3] = 1e6  # one entry dominates: it maps to ~sqrt(d_model) * g, the rest to ~0
+
+
+def _constant_row(kw: dict) -> None:
+    # variance 0: the output is the bias. 2.75 is dyadic, so every float32 partial sum of the row
+    # is exact and the mean is exactly 2.75 in any summation order (with 3.7 a 1-ulp error in the
+    # mean, times 1/sqrt(eps), shows as a 1.2e-4 scaled error: a rounding, not a mistake).
+    kw["in_features"][0] = 2.75
+
+
+rmsnorm = partial(Case, component="rmsnorm", adapter="run_rmsnorm")
+layernorm = partial(Case, component="layernorm", adapter="run_layernorm")
+
+CASES = [
+    rmsnorm("rmsnorm", seed=12, make=rmsnorm_case(B, 64, eps=1e-5), floor=1.3e-7),
+    # witness: activations of size ~1e-3 make mean(x^2) ~ eps, so where eps goes matters
+    rmsnorm("rmsnorm_small_scale", seed=13, make=rmsnorm_case(B, 64, eps=1e-5, x_std=1e-3), floor=1.1e-7),
+    rmsnorm("rmsnorm_custom_eps", seed=14, make=rmsnorm_case((3, 5), 32, eps=0.25), floor=9.3e-8),
+    rmsnorm("rmsnorm_bf16", seed=15, make=rmsnorm_case(B, 64, eps=1e-5, x_std=4.0), floor=2.8e-3, dtype=BF16),
+    # witness: x ~ 300 makes x^2 overflow float16 (max 65504) unless the sum is taken in float32
+    rmsnorm("rmsnorm_fp16_large", seed=26, make=rmsnorm_case(B, 64, eps=1e-5, x_std=300.0), floor=0.00037, dtype=F16),
+    # a fixed reduction axis (dim=2) fails both; activations of ~0.05 make eps = 1e-3 matter
+    rmsnorm("rmsnorm_rows_f64", seed=108, make=rmsnorm_case((7,), 24, eps=1e-6), floor=0.0, dtype=F64),
+    rmsnorm("rmsnorm_4d_eps", seed=109, make=rmsnorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05), floor=9e-08),
+    # hidden: a zero row and a row with one huge entry; 1-D with another eps; bfloat16 4-D
+    rmsnorm(
+        "rmsnorm_zero_row_and_spike",
+        hidden=True,
+        seed=1051,
+        make=edited(rmsnorm_case((4,), 33, eps=1e-5), _zero_row_and_spike),
+        floor=8.8e-8,
+    ),
+    rmsnorm("rmsnorm_1d", hidden=True, seed=1052, make=rmsnorm_case((), 7, eps=1e-6), floor=4.3e-8),
+    rmsnorm(
+        "rmsnorm_4d_bf16",
+        hidden=True,
+        seed=1053,
+        make=rmsnorm_case((2, 3, 4), 20, eps=1e-5, x_std=3.0),
+        floor=2.3e-3,
+        dtype=BF16,
+    ),
+    # witness: a large common offset separates LayerNorm (subtracts it) from RMSNorm (does not)
+    layernorm("layernorm", seed=16, make=layernorm_case(B, 64, eps=1e-5, x_std=2.0, x_mean=3.0), floor=3.1e-7),
+    layernorm(
+        "layernorm_bf16", seed=17, make=layernorm_case(B, 64, eps=1e-5, x_std=2.0, x_mean=1.0), floor=2.8e-3, dtype=BF16
+    ),
+    # witness: a mean of 64 with spread 1 in bfloat16: a mean taken (and subtracted) in bfloat16
+    # is off by up to a quarter, which swamps the centred values; float32 inside is exact enough
+    layernorm(
+        "layernorm_bf16_offset",
+        seed=27,
+        make=layernorm_case(B, 64, eps=1e-5, x_std=1.0, x_mean=64.0),
+        floor=2.6e-3,
+        dtype=BF16,
+    ),
+    # eps comparable with the variance: a hard-coded 1e-5 fails
+    layernorm(
+        "layernorm_2d_f64_eps",
+        seed=110,
+        make=layernorm_case((7,), 24, eps=0.1, x_std=0.5, x_mean=1.0),
+        floor=4.9e-16,
+        dtype=F64,
+    ),
+    layernorm(
+        "layernorm_4d_small_eps",
+        seed=111,
+        make=layernorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05, x_mean=-0.2),
+        floor=5.1e-7,
+    ),
+    # hidden: a constant row (-> bias); 4-D with a large eps; 1-D bfloat16 with an offset
+    layernorm(
+        "layernorm_constant_row",
+        hidden=True,
+        seed=1061,
+        make=edited(layernorm_case((5,), 33, eps=1e-5, x_mean=2.0), _constant_row),
+        floor=2.3e-7,
+    ),
+    layernorm("layernorm_4d_eps", hidden=True, seed=1062, make=layernorm_case((2, 3, 4), 9, eps=1e-2), floor=1.4e-7),
+    layernorm(
+        "layernorm_1d_bf16",
+        hidden=True,
+        seed=1063,
+        make=layernorm_case((), 40, eps=1e-5, x_std=2.0, x_mean=4.0),
+        floor=1.2e-3,
+        dtype=BF16,
+    ),
+]

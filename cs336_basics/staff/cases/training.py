@@ -1,0 +1,315 @@
+"""Training: cross-entropy, AdamW, the learning-rate schedule, gradient clipping, batches and checkpoints."""
+
+from functools import partial
+
+import torch
+
+from cs336_basics.staff.builders import (
+    adamw_case,
+    checkpoint_case,
+    cross_entropy_case,
+    get_batch_case,
+    get_batch_generator_case,
+    gradient_clipping_case,
+    lr_schedule_case,
+)
+from cs336_basics.staff.cases.case import BF16, BIG, EXACT_INT64, F16, F32, F64, B, Case
+
+
+def _weights_and_a_buffer(rng) -> dict:
+    """Two parameters and a buffer, three steps."""
+    weights = {
+        "w": torch.tensor(rng.standard_normal((4, 3)), dtype=F32),
+        "b": torch.tensor(rng.standard_normal(3), dtype=F32),
+    }
+    return dict(weights=weights, scale=torch.tensor(rng.random(3) + 0.5, dtype=F32), steps=3)
+
+
+cross_entropy = partial(Case, component="cross_entropy", adapter="run_cross_entropy")
+adamw_steps = partial(Case, component="adamw", adapter="run_adamw_steps")
+# the rate at an iteration: a float64 scalar, exact but for rounding
+lr_schedule_at = partial(Case, component="lr_schedule", adapter="run_lr_schedule_at", floor=0.0, dtype=F64)
+gradient_clipping_of = partial(Case, component="gradient_clipping", adapter="run_gradient_clipping_of")
+get_batch_checks = partial(Case, component="get_batch", adapter="run_get_batch_checks", **EXACT_INT64)
+get_batch_generator_checks = partial(
+    Case, component="get_batch", adapter="run_get_batch_generator_checks", **EXACT_INT64
+)
+checkpoint_resume = partial(Case, component="checkpoint", adapter="run_checkpoint_resume")
+checkpoint_checks = partial(Case, component="checkpoint", adapter="run_checkpoint_checks", **EXACT_INT64)
+
+CASES = [
+    # cross_entropy: CS336's (4 x 12 positions) over 100 classes; witnesses: logits around 1000
+    # (exp overflows unless the max is subtracted); a spread of ~60 below a max under 0 (the target's
+    # probability underflows, so log(softmax) gives inf while exp stays finite); logits of +-1e4
+    cross_entropy("cross_entropy", seed=70, make=cross_entropy_case(B, 100, std=2.0), floor=1.1e-8),
+    cross_entropy(
+        "cross_entropy_2d_offset_logits",
+        seed=71,
+        make=cross_entropy_case((16,), 50, std=4.0, mean=1000.0),
+        floor=5.0e-8,
+    ),
+    cross_entropy("cross_entropy_bf16", seed=72, make=cross_entropy_case(B, 100, std=3.0), floor=3.3e-3, dtype=BF16),
+    cross_entropy(
+        "cross_entropy_far_targets", seed=73, make=cross_entropy_case((6, 10), 64, std=60.0, mean=-150.0), floor=1.4e-8
+    ),
+    cross_entropy("cross_entropy_huge_logits", seed=74, make=cross_entropy_case((8,), 32, std=BIG), floor=3.5e-8),
+    cross_entropy(
+        "cross_entropy_4d_f64", seed=133, make=cross_entropy_case((2, 3, 4), 30, std=3.0), floor=0.0, dtype=F64
+    ),
+    # hidden: one position (0-d targets); 4-D odd; float16 logits of +-1e3 (exp overflows float16
+    # past 11); one class (loss 0)
+    cross_entropy(
+        "cross_entropy_one_position", hidden=True, seed=1161, make=cross_entropy_case((), 37, std=3.0), floor=1.6e-8
+    ),
+    cross_entropy(
+        "cross_entropy_4d_odd", hidden=True, seed=1162, make=cross_entropy_case((2, 3, 5), 7, std=2.0), floor=4.2e-9
+    ),
+    cross_entropy(
+        "cross_entropy_fp16_large",
+        hidden=True,
+        seed=1163,
+        make=cross_entropy_case((4, 6), 50, std=1e3),
+        floor=1.8e-4,
+        dtype=F16,
+    ),
+    cross_entropy(
+        "cross_entropy_one_class", hidden=True, seed=1164, make=cross_entropy_case((5,), 1, std=2.0), floor=0.0
+    ),
+    # adamw: 10 steps of a weight and a bias; witnesses: gradients of ~1e-4 at a tiny lr, where eps
+    # inside or outside the square root differs; strong weight decay
+    adamw_steps(
+        "adamw",
+        seed=75,
+        make=adamw_case({"weight": (8, 16), "bias": (16,)}, 10, lr=1e-3, weight_decay=0.01),
+        floor=4.1e-7,
+    ),
+    adamw_steps(
+        "adamw_small_gradients",
+        seed=76,
+        make=adamw_case({"weight": (6, 5)}, 10, lr=1e-5, weight_decay=0.01, grad_scale=1e-4, param_std=0.1),
+        floor=2.6e-7,
+    ),
+    adamw_steps(
+        "adamw_strong_decay",
+        seed=77,
+        make=adamw_case({"weight": (4, 9), "bias": (9,)}, 8, lr=5e-4, weight_decay=0.2, betas=(0.8, 0.99)),
+        floor=2.4e-7,
+    ),
+    # eps = 0 and no weight decay: a hard-coded eps fails, and the accepted orders agree to float64
+    # rounding (CS336's Algorithm 1 adds eps to sqrt(v) before the bias correction and decays after
+    # the step; torch.optim.AdamW adds it after and decays before: they differ by ~1e-5 otherwise)
+    adamw_steps(
+        "adamw_f64_zero_eps",
+        seed=129,
+        make=adamw_case({"weight": (5, 7)}, 6, lr=1e-2, weight_decay=0.0, eps=0.0, grad_scale=1e-2),
+        floor=4.4e-17,
+        dtype=F64,
+    ),
+    # what the public suite asserts of param groups and of a state_dict resume
+    adamw_steps(
+        "adamw_two_groups",
+        seed=151,
+        make=adamw_case({"w": (3, 4), "b": (4,)}, 4, lr=2e-3, weight_decay=0.0, group_lrs=(1e-2, 5e-4)),
+        floor=6.3e-8,
+    ),
+    adamw_steps(
+        "adamw_resumed_from_state_dict",
+        seed=152,
+        make=adamw_case({"weight": (4, 3)}, 6, lr=5e-3, weight_decay=0.0, resume_after=2),
+        floor=2.4e-8,
+    ),
+    # hidden: one odd-shaped parameter over 40 steps; three parameters, other betas. (No float64
+    # case: its tolerance, 1e-15, is below what another CPU's vector sqrt moves the expected
+    # output by; tests/test_adamw.py compares with torch.optim.AdamW in float64.)
+    adamw_steps(
+        "adamw_odd_many_steps",
+        hidden=True,
+        seed=1171,
+        make=adamw_case({"weight": (5, 7)}, 40, lr=1e-3, weight_decay=0.01),
+        floor=8.9e-7,
+    ),
+    adamw_steps(
+        "adamw_three_params",
+        hidden=True,
+        seed=1172,
+        make=adamw_case(
+            {"embed": (11, 4), "gain": (4,), "head": (3, 4)}, 6, lr=1e-3, weight_decay=0.05, betas=(0.85, 0.98)
+        ),
+        floor=2.0e-7,
+    ),
+    # what tests/test_adamw.py asserts beyond one group's steps: each param group's own lr, and a
+    # state_dict that carries m, v and the step count into a new optimizer
+    adamw_steps(
+        "adamw_param_groups",
+        hidden=True,
+        seed=1173,
+        make=adamw_case({"a": (4, 5), "b": (6,)}, 5, lr=1e-3, weight_decay=0.0, group_lrs=(3e-2, 1e-4)),
+        floor=8.9e-8,
+    ),
+    adamw_steps(
+        "adamw_state_dict_resume",
+        hidden=True,
+        seed=1174,
+        make=adamw_case({"weight": (5, 4), "bias": (4,)}, 8, lr=1e-2, weight_decay=0.0, resume_after=3),
+        floor=8.9e-8,
+    ),
+    # lr_schedule: CS336's schedule (1, 0.1, 7, 21); no warm-up
+    lr_schedule_at("lr_schedule", seed=80, make=lr_schedule_case(1.0, 0.1, 7, 21)),
+    lr_schedule_at("lr_schedule_no_warmup", seed=81, make=lr_schedule_case(3e-4, 3e-5, 0, 100)),
+    # hidden: a long schedule (LLaMA-like); warm-up as long as the cycle; a floor of 0
+    lr_schedule_at(
+        "lr_schedule_long", hidden=True, seed=1181, make=lr_schedule_case(6e-4, 6e-5, 2000, 100000, random_iters=40)
+    ),
+    lr_schedule_at(
+        "lr_schedule_warmup_is_whole_cycle",
+        hidden=True,
+        seed=1182,
+        make=lr_schedule_case(1e-3, 1e-4, 10, 10, random_iters=5),
+    ),
+    lr_schedule_at("lr_schedule_zero_floor", hidden=True, seed=1183, make=lr_schedule_case(2.0, 0.0, 3, 50)),
+    # gradient_clipping: CS336's max_l2_norm 1e-2 with the global norm 3x above it; below it (left
+    # alone); parameters without a gradient and given as an iterator (model.parameters())
+    gradient_clipping_of(
+        "gradient_clipping",
+        seed=84,
+        make=gradient_clipping_case({"a": (5, 5), "b": (7,), "c": (3, 4)}, 1e-2, 3.0),
+        floor=3.8e-8,
+    ),
+    gradient_clipping_of(
+        "gradient_clipping_below_max",
+        seed=85,
+        make=gradient_clipping_case({"a": (4, 6), "b": (6,)}, 1.0, 0.5),
+        floor=0.0,
+    ),
+    gradient_clipping_of(
+        "gradient_clipping_one_pass_no_grad",
+        seed=86,
+        make=gradient_clipping_case(
+            {"a": (3, 3), "b": (5,), "c": (2, 2)}, 0.5, 2.0, params_without_grad=2, one_pass=True
+        ),
+        floor=1.3e-7,
+    ),
+    gradient_clipping_of(
+        "gradient_clipping_f64",
+        seed=131,
+        make=gradient_clipping_case({"a": (4, 3), "b": (5,)}, 2.0, 4.0),
+        floor=2.6e-16,
+        dtype=F64,
+    ),
+    gradient_clipping_of(
+        "gradient_clipping_2d_bf16",
+        seed=132,
+        make=gradient_clipping_case({"a": (6,), "b": (2, 5)}, 0.1, 1.5),
+        floor=0.0036,
+        dtype=BF16,
+    ),
+    # the norm it returns, which the public suite asserts
+    gradient_clipping_of(
+        "gradient_clipping_returns_its_norm",
+        seed=153,
+        make=gradient_clipping_case({"a": (3, 4), "b": (6,)}, 0.5, 2.0, with_norm=True),
+        floor=4.3e-8,
+    ),
+    # hidden: bfloat16; one 3-D gradient far above the max; exactly at the max (left alone)
+    gradient_clipping_of(
+        "gradient_clipping_bf16",
+        hidden=True,
+        seed=1191,
+        make=gradient_clipping_case({"a": (4, 5), "b": (5,)}, 1.0, 4.0),
+        floor=3.2e-4,
+        dtype=BF16,
+    ),
+    gradient_clipping_of(
+        "gradient_clipping_3d_far_above",
+        hidden=True,
+        seed=1192,
+        make=gradient_clipping_case({"a": (2, 3, 4)}, 0.1, 1e3, params_without_grad=1),
+        floor=5.1e-8,
+    ),
+    gradient_clipping_of(
+        "gradient_clipping_many_small",
+        hidden=True,
+        seed=1193,
+        make=gradient_clipping_case({f"p{i}": (3,) for i in range(9)}, 2.0, 0.9, one_pass=True),
+        floor=0.0,
+    ),
+    # the norm gradient_clipping returns (tests/test_gradient_clipping.py asserts it); float16
+    # gradients of ~1e3, whose squares overflow float16 unless the norm is summed in float32
+    gradient_clipping_of(
+        "gradient_clipping_returned_norm",
+        hidden=True,
+        seed=1194,
+        make=gradient_clipping_case({"a": (5, 5), "b": (7,)}, 1.0, 3.0, with_norm=True),
+        floor=1.1e-8,
+    ),
+    gradient_clipping_of(
+        "gradient_clipping_f16_squares_overflow",
+        hidden=True,
+        seed=1195,
+        make=gradient_clipping_case({"a": (5, 5), "b": (7,)}, 1.0, 2000.0, with_norm=True),
+        floor=2.3e-5,
+        dtype=F16,
+    ),
+    # get_batch: 400 batches of 40 windows of 7 tokens from a uint16 token file of 72 distinct ids
+    # (np.memmap), seeded; the output is 1 for each check of adapters.GET_BATCH_CHECKS that holds
+    # (exact: a correct get_batch fails one with probability < 1e-6). witness: one window repeated
+    # in every row lumps the counts of its 65 starts into multiples of 40, beyond their bounds
+    get_batch_checks("get_batch", seed=42, make=get_batch_case(72, 40, 7, 400)),
+    get_batch_checks(
+        "get_batch_uint32_long_windows",
+        seed=134,
+        make=get_batch_case(60, 16, 11, 300, vocab_size=2**20, token_dtype="uint32"),
+    ),
+    # hidden: one valid start only (context_length = len - 1); int32 token file of large ids with a
+    # long context; batches of one row
+    get_batch_checks("get_batch_one_start", hidden=True, seed=1401, make=get_batch_case(13, 4, 12, 50)),
+    get_batch_checks(
+        "get_batch_int32_long_context",
+        hidden=True,
+        seed=1402,
+        make=get_batch_case(300, 12, 64, 400, vocab_size=1 << 20, token_dtype="int32"),
+    ),
+    get_batch_checks("get_batch_rows_of_one", hidden=True, seed=1403, make=get_batch_case(20, 1, 3, 600)),
+    # what tests/test_get_batch.py asserts of the `generator` argument, and rows drawn independently
+    get_batch_generator_checks(
+        "get_batch_generator", hidden=True, seed=1404, make=get_batch_generator_case(60, 6, 4, 20)
+    ),
+    # checkpoint: 6 AdamW steps, save to a path, load into a fresh model and optimizer, 4 more steps
+    checkpoint_resume("checkpoint", seed=41, make=checkpoint_case({"w": (8, 6), "b": (6,)}, 10, 6), floor=2.3e-7),
+    checkpoint_resume(
+        "checkpoint_file_object_no_decay_f64",
+        seed=135,
+        make=checkpoint_case({"w": (5, 4)}, 7, 3, lr=5e-3, weight_decay=0.0, to="file"),
+        floor=0.0,
+        dtype=F64,
+    ),
+    # hidden: an in-memory file object, float64; saved before any step (empty optimizer state);
+    # saved one step before the end, a 3-D parameter
+    checkpoint_resume(
+        "checkpoint_file_object_f64",
+        hidden=True,
+        seed=1411,
+        make=checkpoint_case({"w1": (5, 7), "w2": (7, 3), "g": (3,)}, 9, 3, to="file"),
+        # float64 AdamW steps: ours and torch's agree exactly here, but the expected output moves by
+        # 6.3e-17 on PyTorch's generic CPU kernels (ATEN_CPU_CAPABILITY=default, `cs336 fixtures --check`)
+        floor=1.0e-15,
+        dtype=F64,
+    ),
+    checkpoint_resume(
+        "checkpoint_before_any_step",
+        hidden=True,
+        seed=1412,
+        make=checkpoint_case({"w": (4, 4)}, 5, 0, lr=3e-2),
+        floor=1.2e-7,
+    ),
+    checkpoint_resume(
+        "checkpoint_one_step_left",
+        hidden=True,
+        seed=1413,
+        make=checkpoint_case({"t": (3, 4, 5), "b": (5,)}, 8, 7, lr=5e-2, weight_decay=0.01),
+        floor=2.1e-7,
+    ),
+    # buffers, the optimizer's state and param groups, the model's own parameters, a strict load
+    # (adapters.CHECKPOINT_CHECKS)
+    checkpoint_checks("checkpoint_buffers_and_strict_load", hidden=True, seed=1507, make=_weights_and_a_buffer),
+]
