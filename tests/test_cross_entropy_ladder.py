@@ -155,3 +155,19 @@ def test_cross_entropy_of_logits_of_1e4_is_finite():
     if got != 1e4:
         climb_failed(f"logits (1e4, -1e4, 0) with targets 0 and 1: loss {got}, expected (0 + 2e4) / 2 = 1e4",
                      "no exp of a large logit (subtract the max) and no log of a probability that rounds to 0")  # fmt: skip
+
+
+@rung(7)
+def test_cross_entropy_computes_half_inputs_in_float32():
+    x, t = torch.tensor([[0.0, -3.0]], dtype=torch.bfloat16), torch.tensor([0])
+    out = run_cross_entropy(x, t)
+    if out.dtype != x.dtype:
+        climb_failed(f"bfloat16 logits gave a loss of dtype {out.dtype}",
+                     "return the loss in inputs' dtype: compute half types in float32, then convert back once")  # fmt: skip
+    got, want = float(out), float(torch.tensor(row_loss(x[0].double(), 0)).to(torch.bfloat16))
+    if got != want:
+        climb_failed(f"bfloat16 logits (0, -3), target 0: loss {got:.6g}, expected {want:.6g} (log(1 + exp(-3)), "
+                     "rounded once to bfloat16); the float64 rungs pass, so some arithmetic was rounded to "
+                     "bfloat16 along the way (its 8 bits cannot hold 1 + exp(-3))",
+                     "the handout asks for half types computed in float32 (unlike F.cross_entropy on bfloat16): "
+                     "convert the logits first, and the loss back to inputs' dtype at the end")  # fmt: skip

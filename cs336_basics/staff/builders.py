@@ -438,15 +438,20 @@ def parallel_ffn_case(batch: tuple[int, ...], d_model: int, d_ff: int, world_siz
 # ---- training ----
 
 
-def cross_entropy_case(batch: tuple[int, ...], vocab_size: int, std: float, mean: float = 0.0) -> Make:
+def cross_entropy_case(
+    batch: tuple[int, ...], vocab_size: int, std: float, mean: float = 0.0, target_margin: float = 0.0
+) -> Make:
     """Logits (..., vocab_size) ~ N(mean, std^2) and uniform targets; the first two targets are
-    the two ends of the vocabulary."""
+    the two ends of the vocabulary. target_margin is added to each target's logit (a confident
+    model: a small loss, log(1 + small), which half-precision arithmetic along the way loses)."""
 
     def make(rng):
         targets = randint(rng, 0, vocab_size, batch)
         ends = torch.tensor([0, vocab_size - 1])[: targets.numel()]
         targets.view(-1)[: len(ends)] = ends
-        return dict(inputs=randn(rng, *batch, vocab_size, std=std, mean=mean), targets=targets)
+        inputs = randn(rng, *batch, vocab_size, std=std, mean=mean)
+        inputs.scatter_add_(-1, targets.unsqueeze(-1), torch.full((*batch, 1), target_margin))
+        return dict(inputs=inputs, targets=targets)
 
     return make
 
