@@ -40,10 +40,14 @@ class SampleFile:
     target: Path  # the path inside the submission, e.g. cs336_basics/nn/functional.py
     source: Path  # the sample's file
 
+    def placeholders(self) -> set[str]:
+        """The KEYs of the file's {{KEY}}s."""
+        return set(PLACEHOLDER.findall(self.source.read_text()))
+
     def text(self, values: dict | None = None) -> str:
         """The file's text with each {{KEY}} replaced by repr(values[KEY])."""
         raw = self.source.read_text()
-        missing = sorted({k for k in PLACEHOLDER.findall(raw) if k not in (values or {})})
+        missing = sorted(k for k in self.placeholders() if k not in (values or {}))
         if missing:
             raise KeyError(f"{self.source}: values= needs {missing}, got {sorted(values or {})}")
         return PLACEHOLDER.sub(lambda m: repr(values[m.group(1)]), raw)
