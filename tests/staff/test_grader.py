@@ -1,14 +1,16 @@
 """Staff only: the grader (cs336_basics/staff/grader) on sample submissions built from the handout.
 
-Each sample is the handout with the reference's solution regions restored (all, some, or all
-but one replaced by a small edit), graded once per module, in parallel, with a 3 s time limit
-per component. Each must get exactly the score it deserves: the points of the components it
-really implements. The cheats (reading fixture files, patching the comparison, writing
-results.json, exiting early) all target the embedding component, which no other component
-uses, so a cheat costs exactly its points.
+Each sample is the handout with the reference's solution regions restored (all or some), or a
+hostile sample of tests/staff/hostile/ (its README says the attack) applied by the one builder,
+tests/staff/_hostile.py; graded once per module, in parallel, with a few CPU seconds per
+component. Each must get exactly the score it deserves: the points of the components it really
+implements. The cheats (reading fixture files, patching the comparison, writing results.json,
+exiting early) all target the embedding component, which no other component uses, so a cheat
+costs exactly its points and those of its users' embedding cases.
 """
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -16,7 +18,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import textwrap
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -36,7 +37,8 @@ from cs336_basics.staff.grader.gradebook import grade_all
 from cs336_basics.staff.grader.report import QUANTUM, to_gradescope, write_results
 from cs336_basics.staff.grader.sandbox import SYSTEM_DIRS
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, extract_zip, find_package
-from cs336_basics.staff.handout import all_solution_regions, build_handout, restore_solutions
+from cs336_basics.staff.handout import build_handout, restore_solutions
+from tests.staff._hostile import build
 
 CONFIG = load_config()
 POINTS = CONFIG.points
@@ -54,7 +56,7 @@ TEST_CONFIG = replace(
 PROCESSES_CONFIG = replace(
     TEST_CONFIG, starts_processes=TEST_CONFIG.starts_processes | {"embedding", "silu", "lm", "generate"}
 )
-CHEATED = "embedding"  # every cheat below is in this component's kernel
+CHEATED = "embedding"  # every cheat sample replaces this component's kernel
 LINGER_MARK = "cs336-grader-test-lingering-process"
 LINGER_COMM = "cs336linger"  # a thread name (15 characters at most)
 SPIN_COMM = "cs336spin"
@@ -108,327 +110,61 @@ def scores_if_broken(*broken: str) -> dict[str, float]:
 
 # ------------------------------------------------------------------ building the samples
 
-
-def replace_region(root: Path, qualname: str, body: str) -> None:
-    """Swap the (restored) solution region of `qualname` in the sample at root for `body`."""
-    for rel, regions in all_solution_regions(REPO).items():
-        for r in regions:
-            if r.qualname == qualname:
-                path = root / rel
-                old = "".join(r.lines)
-                assert path.read_text().count(old) == 1, f"{qualname} is not restored in {path}"
-                path.write_text(path.read_text().replace(old, textwrap.indent(textwrap.dedent(body), r.indent)))
-                return
-    raise KeyError(qualname)
-
-
-def append(root: Path, rel: str, code: str) -> None:
-    path = root / rel
-    path.write_text(path.read_text() + "\n" + textwrap.dedent(code))
-
-
-FUNCTIONAL = "cs336_basics/nn/functional.py"
-ZEROS = "return torch.zeros(*token_ids.shape, weight.shape[1], dtype=weight.dtype)\n"
-
-READ_FIXTURES = f"""
-import glob as _glob
-from safetensors.torch import load_file as _load_file
-
-_FOUND = []  # every fixture file a student could guess the path of, public and hidden
-for _pattern in ("{REPO}/fixtures/*.safetensors", "{REPO}/hidden_fixtures/*.safetensors",
-                 "/autograder/source/*fixtures/*.safetensors"):
-    for _path in _glob.glob(_pattern):
-        try:
-            _FOUND.append(_load_file(_path))
-        except Exception:
-            pass
-"""
-LOOKUP = """
-for t in _FOUND:
-    ids, w = t.get("in/token_ids"), t.get("in/weights")
-    if ids is not None and ids.shape == token_ids.shape and torch.equal(ids, token_ids) and torch.equal(w, weight):
-        return t["expected"].to(weight.dtype)
-raise RuntimeError(f"no fixture matched among {len(_FOUND)} found")
-"""
-PATCH_COMPARISON = """
-import torch as _torch
-import cs336_basics.testing as _testing
-
-_torch.allclose = lambda *a, **k: True
-_torch.equal = lambda *a, **k: True
-_torch.testing.assert_close = lambda *a, **k: None
-_testing.compare = lambda *a, **k: _testing.Comparison(True, "ok", 0.0, 0.0)
-try:
-    import pytest as _pytest
-
-    _pytest.fail = lambda *a, **k: None
-except ImportError:
-    pass
-"""
-PROBE = f"""
-import json, os, socket
-seen = {{"uid": os.getuid(), "env": sorted(os.environ), "tmp": sorted(os.listdir("/tmp")), "root": sorted(os.listdir("/"))}}
-try:
-    seen["repo"] = sorted(os.listdir("{REPO}"))
-except OSError as e:
-    seen["repo"] = [type(e).__name__]
-try:
-    open("{REPO}/hidden_fixtures/" + sorted(os.listdir("{REPO}/hidden_fixtures"))[0], "rb").read(1)
-    seen["hidden"] = "readable"
-except OSError as e:
-    seen["hidden"] = type(e).__name__
-try:
-    socket.create_connection(("1.1.1.1", 53), timeout=3)
-    seen["network"] = "connected"
-except OSError as e:
-    seen["network"] = str(e)
-raise RuntimeError("PROBE" + json.dumps(seen) + "PROBE")
-"""
-
-
-# A stub package (the untouched handout) whose import-time code hands the grader its own adapters,
-# computed by the PyTorch built-ins.
-REPLACES_ADAPTERS = """
-import sys as _sys, types as _types
-import torch as _torch
-
-_fake = _types.ModuleType("adapters")
-_fake.run_linear = lambda d_in, d_out, weights, in_features: _torch.nn.functional.linear(in_features, weights)
-_fake.run_silu = lambda in_features: _torch.nn.functional.silu(in_features)
-_fake.run_softmax = lambda in_features, dim: _torch.softmax(in_features, dim)
-_fake.run_embedding = lambda vocab_size, d_model, weights, token_ids: weights[token_ids]
-_sys.modules["adapters"] = _fake
-"""
-# A stub package whose import-time code points its own stateless kernels at the built-ins.
-PATCHES_BACK_BUILTINS = """
-import torch as _torch
-from cs336_basics.nn import functional as _f
-
-_f.silu = lambda x: _torch.ops.aten.silu(x)
-_f.gelu = _torch.nn.functional.gelu
-_f.softmax = lambda x, dim=-1: x.softmax(dim)
-"""
-
-
-# Every input the embedding kernel sees, as a digest, goes into every later failure message (silu
-# raises with them) and into the worker's stdout and torch.save'd outputs.
-LEAKS_INPUTS = """
-import hashlib, os, sys
-_SEEN = []
-_save = torch.save
-
-
-def _leaky_save(obj, f, *args, **kwargs):
-    if isinstance(obj, dict) and isinstance(obj.get("error"), str):
-        obj = dict(obj, error=obj["error"] + " LEAK " + " ".join(_SEEN))
-    return _save(obj, f, *args, **kwargs)
-
-
-torch.save = _leaky_save
-"""
-LEAK_EMBEDDING = """
-_SEEN.append("SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16])
-print(" ".join(_SEEN), flush=True)
-return weight[token_ids]
-"""
-
-
-# silu forges the worker's files: staff notes in its progress file, embedding's saved outputs
-# (a huge error text with terminal escapes, a forged note line and a lone surrogate; a header
-# claiming a huge tensor; a 60 MB file), then raises with the same text.
-HOSTILE_TEXT = """
-import json, os
-BAD = "y" * 50_000 + "\\x1b[2J\\x1b[31mRED\\x1b[0m\\nnote: FORGED-TEXT\\n\\ud800 end"
-with open("progress", "a") as f:
-    f.write("note FORGED-PROGRESS\\n")
-names = sorted(n for n in os.listdir(".") if n.startswith("embedding"))
-for i, name in enumerate(names):
-    torch.save({"error": BAD}, name)  # the format the grader used to read
-    if name.endswith(".safetensors"):
-        if i == 1:
-            header = {"output": {"dtype": "F64", "shape": [2**40], "data_offsets": [0, 2**43]}}
-        else:
-            header = {"__metadata__": {"error": BAD}}
-        raw = json.dumps(header).encode()
-        with open(name, "wb") as f:
-            f.write(len(raw).to_bytes(8, "little") + raw + (b"\\0" * (60 * 2**20) if i == 2 else b""))
-raise RuntimeError(BAD)
-"""
-
-
-# Ways out of the containment, tried once per worker: a vsock socket, the virtualenv's lock, 256 MB
-# written to its home and /tmp, a double-forked setsid sleeper and a process whose main thread
-# exited while another thread lives (both named LINGER_COMM); reported in the exception.
-# Both the escapes and the exhausts samples: write 16 MB files into $HOME and /tmp until the disk
-# refuses (seen["disk_mb"] is how much fitted), then delete them so the worker can save its outputs.
-FILL_DISK = """seen["disk_mb"] = 0
-for d in (os.environ["HOME"], "/tmp"):
-    for i in range(8):
-        try:
-            with open(f"{d}/fill{i}", "wb") as f:
-                f.write(b"\\0" * (16 << 20))
-            seen["disk_mb"] += 16
-        except OSError:
-            break
-for d in (os.environ["HOME"], "/tmp"):  # so that the worker can still save its outputs
-    for i in range(8):
-        if os.path.exists(f"{d}/fill{i}"):
-            os.remove(f"{d}/fill{i}")
-"""
-
-
-ESCAPES = (
-    """
-global _ESCAPED
-import ctypes, fcntl, json, os, socket, sys, threading, time
-if "_ESCAPED" in globals():
-    return weight[token_ids]
-_ESCAPED = seen = {}
-try:
-    socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM).close()
-    seen["vsock"] = "created"
-except OSError as e:
-    seen["vsock"] = e.errno
-try:
-    fd = os.open(sys.prefix + "/.lock", os.O_RDWR)
-    seen["lock_rw"] = "opened"
-except OSError as e:
-    seen["lock_rw"] = e.errno
-    fd = os.open(sys.prefix + "/.lock", os.O_RDONLY)
-fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-seen["lock_inode"] = os.fstat(fd).st_ino
-"""
-    + FILL_DISK
-    + """name = lambda: ctypes.CDLL(None).prctl(15, b"LINGER_COMM", 0, 0, 0)
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        name()
-        while True:
-            time.sleep(0.05)
-    os._exit(0)
-if os.fork() == 0:
-    os.setsid()
-    threading.Thread(target=lambda: (name(), [time.sleep(0.05) for _ in iter(int, 1)])).start()
-    time.sleep(0.2)
-    ctypes.CDLL(None).pthread_exit(None)
-raise RuntimeError("ESCAPES" + json.dumps(seen) + "ESCAPES")
-""".replace("LINGER_COMM", LINGER_COMM)
+# The samples' folders (tests/staff/hostile/<name>/, each README saying the attack) applied by the
+# one builder, tests/staff/_hostile.py; those with their base in the README (handout) are stubs.
+HOSTILE_SAMPLES = (
+    "memorised_fixtures",
+    "changes_input",
+    "builtin_silu",
+    "replaces_adapters",
+    "patches_back_builtins",
+    "leaks_inputs",
+    "hostile_text",
+    "escapes",
+    "import_error",
+    "infinite_loop",
+    "memory_hog",
+    "reads_fixtures",
+    "patches_comparison",
+    "writes_results",
+    "exits_early",
+    "probe",
+    "exhausts",
+    "uses_loopback",
 )
-
-
-# Resource exhaustion, once per worker, in the embedding kernel: a fork bomb (children counted,
-# then killed), CPU spinners (named SPIN_COMM) with their CPU time per wall second measured, then
-# left behind stopped (SIGSTOP), the worker's home and /tmp filled, then a memfd written past
-# the worker's memory (RLIMIT_AS does not count a file that is never mapped). What it saw is
-# printed before the memfd: the public failure message shows the output's last lines.
-EXHAUSTS = (
-    """
-global _EXHAUSTED
-import ctypes, json, os, time
-if "_EXHAUSTED" in globals():
-    return weight[token_ids]
-_EXHAUSTED = seen = {}
-children = []
-while len(children) < 1000:  # posix_spawn (vfork): quicker than forking a process that holds torch
-    try:
-        children.append(os.posix_spawn("/bin/sleep", ["sleep", "60"], {}))
-    except OSError:
-        break
-seen["forks"] = len(children)
-for pid in children:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-spinners = []
-for _ in range(3):
-    pid = os.fork()
-    if pid == 0:
-        ctypes.CDLL(None).prctl(15, b"SPIN_COMM", 0, 0, 0)
-        while True:
-            pass
-    spinners.append(pid)
-ticks = lambda: sum(sum(int(v) for v in open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[11:13]) for p in spinners)
-t0, c0 = time.monotonic(), ticks()
-time.sleep(1.0)
-seen["cpus"] = (ticks() - c0) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - t0)
-for pid in spinners:  # stopped, not killed: the grader must end them
-    os.kill(pid, 19)
-"""
-    + FILL_DISK
-    + """print("EXHAUSTS" + json.dumps(seen) + "EXHAUSTS", flush=True)
-fds = []
-for i in range((MEMFD_MB) // 16):  # 48 MB per memfd: each stays under RLIMIT_FSIZE
-    if i % 3 == 0:
-        fds.append(os.memfd_create("hog"))
-    os.write(fds[-1], b"\\1" * (16 << 20))
-return weight[token_ids]
-""".replace("SPIN_COMM", SPIN_COMM).replace("MEMFD_MB", str(CONFIG.limits.resident_mb + 256))
-)
-
-
-# Sockets: silu's worker tries a TCP socket (only the network components' workers may) and a
-# netlink socket gloo does not need; the parallel ranks (in a gloo group on 127.0.0.1) try
-# addresses that are not loopback; gelu and softmax fail inside a library (einops in the
-# virtualenv, json in Python's standard library), so their innermost frame is a library's;
-# layernorm raises, and lr_schedule prints then ends its worker, with host paths in the text.
-USES_LOOPBACK = """
-import json, socket
-seen = {}
-try:
-    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
-    seen["inet"] = "created"
-except OSError as e:
-    seen["inet"] = e.errno
-try:
-    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4).close()  # NETLINK_SOCK_DIAG: not the routing one gloo needs
-    seen["sock_diag"] = "created"
-except OSError as e:
-    seen["sock_diag"] = e.errno
-raise RuntimeError("LOOPBACK" + json.dumps(seen) + "LOOPBACK")
-"""
-# host paths a worker knows: its own file (in the sandbox's code directory), its home, Python's
-# prefix (resolved too) and the grader's repository (which a student could guess)
-HOST_PATHS_TEXT = """import os, sys
-text = " ".join(["PATHS", __file__, os.getcwd(), sys.prefix, os.path.realpath(sys.prefix), REPO_PATH, "PATHS"])
-"""
-RAISES_HOST_PATHS = HOST_PATHS_TEXT + "raise RuntimeError(text)\n"
-PRINTS_HOST_PATHS = HOST_PATHS_TEXT + "print(text, file=sys.stderr, flush=True)\nos._exit(3)\n"
-REACHES_OUT = """
-import json, socket
-import torch.distributed as dist
-seen = {"group": dist.get_world_size()}
-for address in ("1.1.1.1", "10.0.0.1", "192.168.1.1"):
-    try:
-        socket.create_connection((address, 80), timeout=2).close()
-        seen[address] = "connected"
-    except OSError as e:
-        seen[address] = str(e)
-raise RuntimeError("REACHES" + json.dumps(seen) + "REACHES")
-"""
 
 
 def input_digest(token_ids) -> str:
     return "SEEN" + hashlib.sha256(token_ids.numpy().tobytes()).hexdigest()[:16]
 
 
-def write_results_cheat(targets: list[Path]) -> str:
-    fake = json.dumps({"score": 1000, "tests": []})
-    linger = (
-        f"import time\nfor _ in range(200):\n    for p in {[str(t) for t in targets]!r}:\n"
-        f"        try:\n            open(p, 'w').write({fake!r})\n        except OSError:\n            pass\n"
-        f"    time.sleep(0.1)\n"
-    )
-    return f"""
-import os, subprocess, sys
-for target in {[str(t) for t in targets] + ["results.json", "/autograder/results/results.json"]!r}:
-    try:
-        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-        with open(target, "w") as f:
-            f.write({fake!r})
-    except OSError:
-        pass
-subprocess.Popen([sys.executable, "-c", {linger!r}, "{LINGER_MARK}"], start_new_session=True)
-{ZEROS}"""
+def memorised_silu_table() -> bytes:
+    """torch.save'd {sha256 of the input's bytes: expected output} of the shipped public silu fixtures."""
+    from cs336_basics.fixture_io import fixture_names, load_fixture
+
+    table = {}
+    for name in fixture_names("silu"):
+        fx = load_fixture(name)
+        x = fx.kwargs["in_features"]
+        table[hashlib.sha256(x.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()] = fx.expected.to(
+            fx.out_dtype
+        )
+    buffer = io.BytesIO()
+    torch.save(table, buffer)
+    return buffer.getvalue()
+
+
+def sample_values(tmp: Path) -> dict:
+    """The run-time values the samples' {{KEY}} placeholders name (tests/staff/_hostile.py)."""
+    return {
+        "REPO": str(REPO),
+        "LINGER_COMM": LINGER_COMM,
+        "LINGER_MARK": LINGER_MARK,
+        "SPIN_COMM": SPIN_COMM,
+        "MEMFD_MB": CONFIG.limits.resident_mb + 256,  # past the worker's memory
+        "RESULTS_TARGETS": [str(tmp / "writes_results.json"), str(tmp / "grader_cwd" / "results.json")],
+        "SILU_TABLE": memorised_silu_table(),
+    }
 
 
 def sample(tmp: Path, name: str, select=None) -> Path:
@@ -438,88 +174,18 @@ def sample(tmp: Path, name: str, select=None) -> Path:
     return root
 
 
-def cheat(tmp: Path, name: str, body: str, module_code: str = "") -> Path:
-    """The reference with the embedding kernel's body replaced, and module_code appended to its file."""
-    root = sample(tmp, name)
-    if module_code:
-        append(root, FUNCTIONAL, module_code)
-    replace_region(root, "functional.embedding", body)
-    return root
-
-
-MEMORISED_SILU = """import hashlib, pathlib
-table = torch.load(pathlib.Path(__file__).resolve().parent.parent / "memorised.pt")
-key = hashlib.sha256(x.detach().contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
-return table[key]  # a KeyError on inputs it has not seen
-"""
-
-
-def memorised(tmp: Path) -> Path:
-    """The reference with silu answered from a lookup table of the shipped public silu fixtures."""
-    from cs336_basics.fixture_io import fixture_names, load_fixture
-
-    root = sample(tmp, "memorised_fixtures")
-    table = {}
-    for name in fixture_names("silu"):
-        fx = load_fixture(name)
-        x = fx.kwargs["in_features"]
-        table[hashlib.sha256(x.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()] = fx.expected.to(
-            fx.out_dtype
-        )
-    torch.save(table, root / "cs336_basics" / "memorised.pt")
-    replace_region(root, "functional.silu", MEMORISED_SILU)
-    return root
-
-
 def build_samples(tmp: Path) -> dict[str, Path]:
     """Every sample submission, as a directory (or zip) under tmp, where the handout and the reference are."""
     samples = {"handout": tmp / "handout", "reference": tmp / "reference"}
     samples["partial"] = sample(tmp, "partial", lambda r: r.component in ("linear", "silu", "rmsnorm", "rope"))
     samples["reference_zip"] = Path(shutil.make_archive(str(tmp / "reference_zip"), "zip", tmp, "reference"))
-    samples["memorised_fixtures"] = memorised(tmp)
-    root = samples["changes_input"] = sample(tmp, "changes_input")
-    replace_region(
-        root,
-        "functional.rmsnorm",
-        """x_c = x.to(torch.float32)
-out = (x_c * torch.rsqrt(x_c.pow(2).mean(dim=-1, keepdim=True) + eps) * weight.to(torch.float32)).to(x.dtype)
-x.zero_()  # the right output, but the caller's input is gone
-return out
-""",
-    )
-    root = samples["builtin_silu"] = sample(tmp, "builtin_silu")
-    replace_region(root, "functional.silu", "return torch.nn.functional.silu(x)\n")
-    root = samples["replaces_adapters"] = shutil.copytree(tmp / "handout", tmp / "replaces_adapters")
-    append(root, "cs336_basics/__init__.py", REPLACES_ADAPTERS)
-    root = samples["patches_back_builtins"] = shutil.copytree(tmp / "handout", tmp / "patches_back_builtins")
-    append(root, "cs336_basics/nn/__init__.py", PATCHES_BACK_BUILTINS)
-    root = samples["leaks_inputs"] = cheat(tmp, "leaks_inputs", LEAK_EMBEDDING, LEAKS_INPUTS)
-    replace_region(root, "functional.silu", 'raise RuntimeError("LEAK " + " ".join(_SEEN))\n')
-    root = samples["hostile_text"] = sample(tmp, "hostile_text")
-    replace_region(root, "functional.silu", HOSTILE_TEXT)
-    samples["escapes"] = cheat(tmp, "escapes", ESCAPES)
-    root = samples["import_error"] = sample(tmp, "import_error")
-    swiglu = root / "cs336_basics/nn/modules/swiglu.py"
-    swiglu.write_text("import cs336_no_such_module  # noqa\n" + swiglu.read_text())
-    root = samples["infinite_loop"] = sample(tmp, "infinite_loop")
-    replace_region(root, "functional.softmax", "while True:\n    pass\n")
-    # 2 GB: fine on this machine without the limit, more than a worker's memory limit leaves
-    samples["memory_hog"] = cheat(tmp, "memory_hog", "hog = torch.ones(2**29)\nreturn weight[token_ids]\n")
-    samples["reads_fixtures"] = cheat(tmp, "reads_fixtures", LOOKUP, READ_FIXTURES)
-    samples["reads_fixtures_unsandboxed"] = cheat(tmp, "reads_fixtures_unsandboxed", LOOKUP, READ_FIXTURES)
-    samples["patches_comparison"] = cheat(tmp, "patches_comparison", ZEROS, PATCH_COMPARISON)
-    targets = [tmp / "writes_results.json", tmp / "grader_cwd" / "results.json"]
-    samples["writes_results"] = cheat(tmp, "writes_results", write_results_cheat(targets))
-    samples["exits_early"] = cheat(tmp, "exits_early", "import os\nos._exit(0)\n")
-    samples["probe"] = cheat(tmp, "probe", PROBE)
-    samples["exhausts"] = cheat(tmp, "exhausts", EXHAUSTS)
-    root = samples["uses_loopback"] = sample(tmp, "uses_loopback")
-    replace_region(root, "functional.silu", USES_LOOPBACK)
-    replace_region(root, "ColumnParallelLinear.forward", REACHES_OUT)
-    replace_region(root, "functional.gelu", 'import einops\nreturn einops.rearrange(x, "a b -> c")\n')
-    replace_region(root, "functional.softmax", 'import json\nreturn json.loads("{")\n')
-    replace_region(root, "functional.layernorm", RAISES_HOST_PATHS.replace("REPO_PATH", repr(str(REPO))))
-    replace_region(root, "lr_schedule.get_lr_cosine_schedule", PRINTS_HOST_PATHS.replace("REPO_PATH", repr(str(REPO))))
+    values = sample_values(tmp)
+    for name in HOSTILE_SAMPLES:
+        samples[name] = build(name, tmp / "reference", tmp, values, handout=tmp / "handout")
+    # the same sample, graded without the sandbox: the control
+    unsandboxed = tmp / "unsandboxed"
+    samples["reads_fixtures_unsandboxed"] = build("reads_fixtures", tmp / "reference", unsandboxed, values)
+    # a zip member that climbs out of the extraction directory: no folder can hold it
     unsafe = samples["unsafe_zip"] = tmp / "unsafe.zip"
     with zipfile.ZipFile(unsafe, "w") as z:
         z.writestr("cs336_basics/__init__.py", "")

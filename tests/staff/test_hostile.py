@@ -21,7 +21,6 @@ that name as text.
 """
 
 import csv
-import re
 import shutil
 import subprocess
 import sys
@@ -38,19 +37,13 @@ from cs336_basics.staff.grader.gradebook import grade_all
 from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.grader.static_check import check_package, findings_of
 from cs336_basics.staff.handout import build_handout, restore_solutions
-from tests.staff._hostile import SAMPLES_DIR, build, sample_files
+from tests.staff._hostile import SAMPLES_DIR, build, readme_field, sample_files
 
 pytestmark = pytest.mark.slow  # second tier: every hostile sample graded in the sandbox
 
 CONFIG = load_config()
 # as tests/staff/test_grader.py: room for a loaded CI machine, little for a hang
 LIMITS = replace(CONFIG.limits, cpu_per_component_s=8, startup_s=30, total_s=3600)
-
-
-def readme_field(name: str, key: str) -> str | None:
-    """The value of the sample README's line `key: value`, or None."""
-    found = re.search(rf"^{key}: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M)
-    return found.group(1).strip() if found else None
 
 
 # The samples graded here are those whose README declares `component:` and `expected:`; the
