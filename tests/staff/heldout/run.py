@@ -180,13 +180,19 @@ def run_public(repo: Path, copy: Path, component: str, timeout: float, files: li
     return {"status": status, "seconds": round(time.time() - start, 1), "summary": summary, "first_failure": failure}
 
 
+def _toml_table(name: str, table: dict) -> str:
+    """[name] with its scalar keys, then each sub-table as [name.key] (grading.toml's shapes)."""
+    scalars = "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items() if not isinstance(v, dict))
+    subtables = "".join(_toml_table(f"{name}.{k}", v) for k, v in table.items() if isinstance(v, dict))
+    return f"[{name}]\n{scalars}\n{subtables}"
+
+
 def run_grade(repo: Path, copy: Path, component: str, timeout: float) -> dict:
     """`cs336 grade` of the copy's package for this one component (a config holding only its points)."""
     config = tomllib.loads((repo / "cs336_basics" / "staff" / "grading.toml").read_text())
     points = config["points"][component]
-    limits = "".join(f"{k} = {json.dumps(v)}\n" for k, v in config.get("limits", {}).items())
     cfg = copy / "grade.toml"
-    cfg.write_text(f"[points]\n{component} = {points}\n\n[limits]\n{limits}")
+    cfg.write_text(f"[points]\n{component} = {points}\n\n" + _toml_table("limits", config.get("limits", {})))
     results = copy / "results.json"
     staff_cli = "import sys; from cs336_basics.staff.cli import main; sys.argv[0] = 'cs336'; sys.exit(main())"
     cmd = ["nice", "-n", "10", repo_python(repo), "-c", staff_cli, "grade", "--config", str(cfg)]
