@@ -8,6 +8,10 @@ from cs336_basics.builtin_guard import BANNED, assert_no_builtins
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
 from cs336_basics.testing import compare, hints, likely_mistakes
 
+# One thread, as the grader runs graded code: the tests' tensors are small, and a second thread
+# of PyTorch's pool only spins (CPU time, on a shared machine) between them.
+torch.set_num_threads(1)
+
 
 class Snapshot:
     """Loads a stored fixture and checks an output against it with the tolerance stored in the
