@@ -238,6 +238,9 @@ def apply_merge(words, pair: tuple[bytes, bytes]):
 
     merged = collections.Counter()
     for word, n in words.items():
+        if pair[0] not in word or pair[1] not in word:  # no occurrence: the word is unchanged
+            merged[word] += n
+            continue
         out, i = [], 0
         while i < len(word):
             if word[i : i + 2] == pair:

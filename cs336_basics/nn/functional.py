@@ -249,12 +249,14 @@ def causal_mask(num_queries: int, num_keys: int, device=None) -> Bool[Tensor, "q
 def rope_cos_sin(d_k: int, theta: float, max_seq_len: int, device=None) -> tuple[Tensor, Tensor]:
     """cos and sin of the RoPE angles, each (max_seq_len, d_k / 2), in float64:
     angle[i, k] = i * theta^(-2k / d_k) for position i and pair k (Su et al. 2021, eq. 15;
-    CS336 section 3.5.3). Computed in float64 so that large positions keep their precision."""
+    CS336 section 3.5.3). Computed in float64 so that large positions keep their precision, on the
+    CPU and then moved to `device` (a table built once; the meta device has no kernel of its own
+    for a scalar's power)."""
     _checks.rope_cos_sin(d_k, theta, max_seq_len)
     # BEGIN SOLUTION
-    inv_freq = theta ** (-torch.arange(0, d_k, 2, dtype=torch.float64, device=device) / d_k)  # (d_k/2,)
-    angles = torch.arange(max_seq_len, dtype=torch.float64, device=device)[:, None] * inv_freq  # (max_seq_len, d_k/2)
-    return angles.cos(), angles.sin()
+    inv_freq = theta ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k/2,)
+    angles = torch.arange(max_seq_len, dtype=torch.float64)[:, None] * inv_freq  # (max_seq_len, d_k/2)
+    return angles.cos().to(device), angles.sin().to(device)
     # END SOLUTION
 
 
