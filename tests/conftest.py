@@ -207,6 +207,12 @@ def pytest_collection_finish(session):
     gc.freeze()  # the collected tests and their parameters, as the imports above
 
 
+def pytest_unconfigure(config):
+    """Hand the frozen objects back before the interpreter exits: its last collections free them
+    (frozen, extension types such as triton's nanobind ones are reported as leaks at exit)."""
+    gc.unfreeze()
+
+
 def pytest_collection_modifyitems(config, items):
     """Ladder rungs, then snapshot tests (`test_<component>_matches_fixture`) first (run_order):
     a component's first failure says what was observed and where to look, and a catalogued
