@@ -1,7 +1,12 @@
+import traceback
+from pathlib import Path
+
 import pytest
 import torch
 
 from cs336_basics.testing import compare
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "cs336_basics"
 
 # Kernel-vs-built-in checks run in float64, where the measured agreement floor is a few ulps;
 # tolerance(floor, torch.float64) turns it into 10 x max(floor, 2^-53).
@@ -26,3 +31,19 @@ def regression_step(model, optimizer, k: int) -> None:
     optimizer.zero_grad()
     ((model(x) - target) ** 2).mean().backward()
     optimizer.step()
+
+
+def your_frame(error: BaseException) -> str | None:
+    """Where the package (your code) was when `error` was raised: "path:line, in function" and the
+    line of its innermost frame; None if the traceback never went through the package."""
+    ours = [f for f in traceback.extract_tb(error.__traceback__) if PACKAGE_DIR in Path(f.filename).resolve().parents]
+    if not ours:
+        return None
+    f = ours[-1]
+    return f"{Path(f.filename).resolve().relative_to(PACKAGE_DIR.parent)}:{f.lineno}, in {f.name}\n    {f.line}"
+
+
+def raised(error: BaseException) -> str:
+    """ "TypeName: message", then the line of your code it was raised from (or through)."""
+    frame = your_frame(error)
+    return f"{type(error).__name__}: {error}".strip() + (f"\n  raised from your code at {frame}" if frame else "")

@@ -5,9 +5,6 @@ first, then the snapshot tests (whose fingerprints name catalogued mistakes: the
 the rest. A rung fails with `climb_failed(observed, look_at)`: what the output showed and where in
 the code to look, so the first failure of `pytest -k <component>` is the most basic one."""
 
-import traceback
-from pathlib import Path
-
 import pytest
 
 rung = pytest.mark.rung
@@ -17,11 +14,3 @@ def climb_failed(observed: str, look_at: str) -> None:
     """Fail the current rung: "observed: ...\n  look at: ..." (alone: not chained to an exception
     being handled, whose text the observation already carries)."""
     raise pytest.fail.Exception(f"observed: {observed}\n  look at: {look_at}", pytrace=False) from None
-
-
-def raised_in_your_code(error: BaseException) -> str:
-    """ "TypeName: message, at path:line (the line)" for the innermost frame of the package's code."""
-    package = Path(__file__).resolve().parent.parent / "cs336_basics"
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if package in Path(f.filename).resolve().parents]
-    where = f", at {Path(frames[-1].filename).name}:{frames[-1].lineno}: {frames[-1].line}" if frames else ""
-    return f"{type(error).__name__}: {error}{where}"

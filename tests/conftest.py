@@ -9,6 +9,8 @@ from cs336_basics.builtin_guard import BANNED, assert_no_builtins
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
 from cs336_basics.testing import compare, hints, likely_mistakes
 
+from ._helpers import PACKAGE_DIR, raised, your_frame
+
 # One thread, as the grader runs graded code: the tests' tensors are small, and a second thread
 # of PyTorch's pool only spins (CPU time, on a shared machine) between them.
 torch.set_num_threads(1)
@@ -78,7 +80,6 @@ def snapshot(record_property) -> Snapshot:
     return Snapshot(record_property)
 
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "cs336_basics"
 # the package's files a snapshot test runs besides the component: loading the fixture, comparing
 HARNESS = tuple(str(PACKAGE_DIR / name) for name in ("fixture_io.py", "testing.py"))
 
@@ -98,18 +99,6 @@ def pytest_runtest_call(item):
         return (yield)
 
 
-def _your_frame(excinfo) -> str | None:
-    """Where the package (your code) called the library that raised: "path:line, in function"
-    and the line, when the innermost frame is not the package's; None otherwise."""
-    entries = list(excinfo.traceback)
-    ours = [e for e in entries if PACKAGE_DIR in Path(str(e.path)).resolve().parents]
-    if not ours or ours[-1] is entries[-1]:
-        return None  # raised by the package itself (an argument check's message), or not through it
-    e = ours[-1]
-    where = f"{Path(str(e.path)).resolve().relative_to(PACKAGE_DIR.parent)}:{e.lineno + 1}, in {e.name}"
-    return f"{where}\n    {str(e.statement).strip()}"
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """An exception raised inside PyTorch (or another library) by your code: the report starts
@@ -117,11 +106,11 @@ def pytest_runtest_makereport(item, call):
     report = yield
     if call.when == "call" and report.failed and call.excinfo is not None:
         if not call.excinfo.errisinstance((AssertionError, pytest.fail.Exception)):
-            frame = _your_frame(call.excinfo)
-            if frame is not None:
-                error = f"{call.excinfo.typename}: {call.excinfo.value}".strip()
+            innermost = Path(str(call.excinfo.traceback[-1].path)).resolve()
+            # raised inside a library (not by the package's own checks): your line first
+            if PACKAGE_DIR not in innermost.parents and your_frame(call.excinfo.value) is not None:
                 report.longrepr = (
-                    f"{error}\n  raised from your code at {frame}\n"
+                    f"{raised(call.excinfo.value)}\n"
                     f"(the full traceback follows; the frames after yours are the library's)\n\n{report.longrepr}"
                 )
     return report
