@@ -555,6 +555,27 @@ def _restore_globals(saved: tuple) -> None:
     random.setstate(saved[0]), np.random.set_state(saved[1]), torch.random.set_rng_state(saved[2])
 
 
+def most_common_distance(starts: np.ndarray) -> tuple[int, int, int]:
+    """(distance, how often, out of how many) for the commonest start[2i + 1] - start[2i] over
+    disjoint row pairs of `starts` (batches x rows): pairs that share no row are independent."""
+    distances = (starts[:, 1::2] - starts[:, 0 : 2 * (starts.shape[1] // 2) : 2]).ravel()
+    if distances.size == 0:
+        return 0, 0, 0
+    values, counts = np.unique(distances, return_counts=True)
+    return int(values[counts.argmax()]), int(counts.max()), int(distances.size)
+
+
+def starts_are_independent(starts: np.ndarray, num_starts: int) -> bool:
+    """Whether rows' starts (batches x rows, drawn from num_starts) look like independent uniform
+    draws: for those, P(distance = d) <= 1 / num_starts for each of the 2 num_starts - 1 distances,
+    so the commonest distance stays within Binomial(pairs, 1 / num_starts)'s bound at
+    GET_BATCH_FALSE_FAILURE / (2 num_starts - 1) (union bound)."""
+    _, count, pairs = most_common_distance(starts)
+    if pairs == 0:
+        return True
+    return count <= binomial_bounds(pairs, 1 / num_starts, GET_BATCH_FALSE_FAILURE / (2 * num_starts - 1))[1]
+
+
 def binomial_bounds(n: int, p: float, alpha: float) -> tuple[int, int]:
     """[lo, hi] with P(X < lo) <= alpha / 2 and P(X > hi) <= alpha / 2 for X ~ Binomial(n, p),
     from the exact probabilities (log-gamma)."""
@@ -656,7 +677,7 @@ def run_get_batch_checks(
 GET_BATCH_GENERATOR_CHECKS = (
     "one seeded generator gives the same batches whatever the global generators' seeds",
     "consecutive calls with one generator draw different batches",
-    "rows are independent draws: their starts are not evenly spaced in every batch",
+    "rows are independent draws: no one distance between two rows' starts recurs beyond chance",
 )
 
 
@@ -680,8 +701,9 @@ def run_get_batch_generator_checks(
     same = all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(first, second, strict=True))
     heads = [x[:, 0].tolist() for x, _ in first]
     fresh = len({tuple(h) for h in heads}) > 1
-    steps = [np.diff(h).tolist() for h in heads]
-    independent = batch_size < 3 or any(len(set(s)) > 1 for s in steps)
+    position = {int(t): i for i, t in enumerate(tokens)}  # a row's first token names its start
+    starts = np.array([[position.get(int(t), -1) for t in h] for h in heads])
+    independent = starts_are_independent(starts, len(tokens) - context_length)
     return torch.tensor([int(same), int(fresh), int(independent)], dtype=torch.long)
 
 
