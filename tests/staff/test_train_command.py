@@ -132,27 +132,36 @@ if os.environ.get("WRITE_LOG"):
         if path.startswith(_root):
             os.write(_fd, (event + " " + path + "\\n").encode())
     sys.addaudithook(_hook)
+if os.environ.get("THREADS_LOG"):
+    import atexit
+    def _threads():  # registered first, so it runs after every other atexit handler
+        names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+        with open(f"{os.environ['THREADS_LOG']}.{os.environ.get('RANK', 'launcher')}", "w") as f:
+            f.write("\\n".join(names))
+    atexit.register(_threads)
 """
 
 
 @pytest.fixture(scope="module")
 def distributed_run(tmp_path_factory) -> dict:
     """2 gloo processes under torchrun and 1 process, the same settings; the files each rank wrote
-    (an audit hook, sys.addaudithook, logs every write under the run directory)."""
+    (an audit hook, sys.addaudithook, logs every write under the run directory) and the threads
+    each rank still ran when the interpreter began to shut down (after every atexit handler)."""
     root = tmp_path_factory.mktemp("ddp")
     settings = {**TINY, "corpus": _corpus(root), "max_steps": str(DDP_STEPS), "log_interval": "1",
                 "eval_interval": "10", "checkpoint_interval": "10", "batch_size": "16"}  # fmt: skip
     (root / "hook").mkdir()
     (root / "hook" / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "hook"), str(REPO)]), WRITE_LOG=str(root / "writes"),
-               WATCHED_DIR=str(root / "two"))  # fmt: skip
+               WATCHED_DIR=str(root / "two"), THREADS_LOG=str(root / "threads"))  # fmt: skip
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "cs336_basics", "train", *_args({**settings, "out_dir": root / "two"})]  # fmt: skip
     done = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     train(resolve_config(None, {**settings, "out_dir": root / "one"}, resume=False))
     writes = {rank: (root / f"writes.{rank}").read_text().splitlines() for rank in ("0", "1")}
-    return {"one": root / "one", "two": root / "two", "writes": writes}
+    threads = {rank: (root / f"threads.{rank}").read_text().splitlines() for rank in ("0", "1")}
+    return {"one": root / "one", "two": root / "two", "writes": writes, "threads": threads}
 
 
 def test_train_two_gloo_processes_follow_the_one_process_loss_curve(distributed_run):
@@ -167,6 +176,13 @@ def test_train_only_rank_0_writes_under_torchrun(distributed_run):
     assert rank1 == []
     written = {Path(line.split(" ", 1)[1]).name for line in rank0}
     assert {"checkpoint.pt", "metrics.jsonl", "loss.png", "config.toml", "train.u16"} <= written, written
+
+
+def test_train_under_torchrun_stops_every_collective_thread_before_the_interpreter_exits(distributed_run):
+    """A gloo worker thread that outlives the interpreter's shutdown can free a tensor Python owns,
+    which needs the GIL: the rank then aborts ("terminate called without an active exception")."""
+    for rank, names in distributed_run["threads"].items():
+        assert [name for name in names if "gloo" in name] == [], f"rank {rank} still runs {names}"
 
 
 def test_train_run_writes_exactly_the_run_files(trained):
