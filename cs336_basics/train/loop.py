@@ -139,7 +139,7 @@ def train(config: TrainConfig, resume: bool = False) -> dict:
     if world > 1 and not dist.is_initialized():
         # Before the group: torch.optim imports torch._dynamo, and imported after init_process_group it
         # keeps the group alive past destroy_process_group; the group's threads then outlive the
-        # interpreter and can abort the exiting rank (tests/staff/test_train_command.py).
+        # interpreter and can abort the exiting rank at exit.
         from torch import _dynamo  # noqa: F401
 
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
