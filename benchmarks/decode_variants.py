@@ -25,8 +25,8 @@ import statistics
 import time
 
 import torch
+from smollm2_pair import smollm2_pair
 
-from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
 from cs336_basics.nn import _checks
 from cs336_basics.nn import functional as F
 
@@ -142,12 +142,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=48)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from transformers import AutoModelForCausalLM
-
-    ours, _ = load_gguf_model(smollm2_path())
-    theirs = AutoModelForCausalLM.from_pretrained(
-        smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32
-    ).eval()
+    ours, theirs, _ = smollm2_pair()
     times: dict[str, list[float]] = {name: [] for name in [*args.variants, "transformers"]}
     with torch.inference_mode():
         ours_run(ours, args.prefill, 2), theirs_run(theirs, args.prefill, 2)  # warm up

@@ -21,8 +21,8 @@ import statistics
 import time
 
 import torch
+from smollm2_pair import smollm2_pair
 
-from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
 from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
 from cs336_basics.generation.generate import generate, generate_batch
 
@@ -59,12 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    from transformers import AutoModelForCausalLM
-
-    ours, reader = load_gguf_model(smollm2_path())
-    theirs = AutoModelForCausalLM.from_pretrained(
-        smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32
-    ).eval()
+    ours, theirs, reader = smollm2_pair()
     tokenizer = tokenizer_from_gguf(reader)
     ids = tokenizer.encode(apply_chat_template(reader, [{"role": "user", "content": PROMPT}])).ids
     x = torch.tensor([ids])

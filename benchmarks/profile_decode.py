@@ -13,9 +13,8 @@ import cProfile
 import pstats
 
 import torch
+from smollm2_pair import smollm2_pair
 from torch.profiler import ProfilerActivity, profile
-
-from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
 
 
 def decode_ours(model, past, steps):
@@ -75,12 +74,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from transformers import AutoModelForCausalLM
-
-    ours, _ = load_gguf_model(smollm2_path())
-    theirs = AutoModelForCausalLM.from_pretrained(
-        smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32
-    ).eval()
+    ours, theirs, _ = smollm2_pair()
     layers = ours.config.num_layers
     with torch.inference_mode():
         for name, model, make in (("ours", ours, decode_ours), ("transformers", theirs, decode_theirs)):
