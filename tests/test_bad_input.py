@@ -303,6 +303,36 @@ CASES = [
         r"in_indices has 17 tokens after 0 cached ones; context_length=16",
     ),
     (
+        "lm-token_positions_negative",
+        lambda: tiny_lm()(torch.tensor([[1, 2]]), token_positions=torch.tensor([-1, 0])),
+        ValueError,
+        r"token_positions must lie in \[0, context_length=16\), got values in \[-1, 0\]",
+    ),
+    (
+        "lm-token_positions_past_context",
+        lambda: tiny_lm()(torch.tensor([[1, 2]]), token_positions=torch.tensor([15, 16])),
+        ValueError,
+        r"token_positions must lie in \[0, context_length=16\), got values in \[15, 16\]",
+    ),
+    (
+        "lm-token_positions_not_seq_long",
+        lambda: tiny_lm()(torch.tensor([[1, 2]]), token_positions=torch.tensor([0, 1, 2])),
+        ValueError,
+        r"token_positions must broadcast to in_indices' \(\.\.\., seq\) = \(1, 2\) .*seq=2, got shape \(3,\)",
+    ),
+    (
+        "lm-token_positions_float",
+        lambda: tiny_lm()(torch.tensor([[1, 2]]), token_positions=torch.tensor([0.0, 1.0])),
+        TypeError,
+        r"token_positions must be an integer tensor of dtype torch.int64 or torch.int32, got torch.float32",
+    ),
+    (
+        "lm-attention_mask_wrong_length",
+        lambda: tiny_lm()(torch.tensor([[1, 2]]), attention_mask=torch.ones(1, 3, dtype=torch.bool)),
+        ValueError,
+        r"attention_mask must be a torch.bool tensor of shape \(\.\.\., cached \+ seq\) = \(1, 2\), got torch.bool \(1, 3\)",
+    ),
+    (
         "lm-token_id_out_of_vocab",
         lambda: tiny_lm()(torch.tensor([[1, 32]])),
         ValueError,
@@ -484,3 +514,18 @@ def test_adapter_with_a_missing_weight_fails_loudly():
 def test_adapter_with_an_extra_weight_fails_loudly():
     with pytest.raises(ValueError, match=r"Linear \(our names\): unexpected keys \['bias'\]$"):
         _loaded(Linear(64, 128), {"weight": W, "bias": x(128)})
+
+
+def test_kernels_check_their_arguments_again_after_a_model_forward(without_jaxtyping):
+    model = tiny_lm()
+    model(torch.tensor([[1, 2]]))
+    with pytest.raises(ValueError, match="x must have last dimension d_in=64"):
+        F.linear(x(4, 63), W)
+
+
+def test_kernels_check_their_arguments_again_after_a_model_forward_raised_inside_a_layer(without_jaxtyping):
+    model = tiny_lm()
+    with pytest.raises(ValueError, match="KVCache holds max_len=1 positions"):
+        model(torch.tensor([[1, 2]]), kv_cache=model.new_kv_cache(1))
+    with pytest.raises(ValueError, match="x must have last dimension d_in=64"):
+        F.linear(x(4, 63), W)

@@ -5,7 +5,16 @@ expected and what was given, so a mistake surfaces at the call site rather than
 as a bare traceback from deep inside torch. The checks of one kernel are one
 function named after it (`linear(x, weight, bias)` checks `functional.linear`'s
 arguments), built from the named checks above them.
+
+A caller that has checked its own arguments once may run the kernels it calls inside
+`checked_once()`: their checks then pass without looking (a model's forward checks its inputs,
+and every layer gets tensors the model built from them).
 """
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 
@@ -92,9 +101,48 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
     return tuple(reversed(out))
 
 
+# --- Checking once per call -------------------------------------------------------------------
+
+_checked: ContextVar[bool] = ContextVar("cs336_checked_once", default=False)
+_every: ContextVar[bool] = ContextVar("cs336_every_check", default=False)
+
+
+@contextmanager
+def checked_once() -> Iterator[None]:
+    """Inside, every kernel check below returns at once: the caller has checked its arguments."""
+    token = _checked.set(not _every.get())
+    try:
+        yield
+    finally:
+        _checked.reset(token)
+
+
+@contextmanager
+def every_check() -> Iterator[None]:
+    """Inside, checked_once() skips nothing: every kernel checks its arguments, as the kernels of
+    a model put together from separate parts (a student's, or one with a kernel swapped) do."""
+    token = _every.set(True)
+    try:
+        yield
+    finally:
+        _every.reset(token)
+
+
+def kernel_check(check: Callable[..., None]) -> Callable[..., None]:
+    """`check`, skipped inside `checked_once()`."""
+
+    @functools.wraps(check)
+    def guarded(*args) -> None:
+        if not _checked.get():
+            check(*args)
+
+    return guarded
+
+
 # --- One check per kernel of cs336_basics.nn.functional, in the order of that file -----------
 
 
+@kernel_check
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
     check_float("x", x)
     check_float("weight", weight)
@@ -106,6 +154,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> 
         check_shape("bias", bias, (weight.shape[0],))
 
 
+@kernel_check
 def embedding(token_ids: torch.Tensor, weight: torch.Tensor) -> None:
     check_index_tensor("token_ids", token_ids)
     check_float("weight", weight)
@@ -113,12 +162,14 @@ def embedding(token_ids: torch.Tensor, weight: torch.Tensor) -> None:
     check_index_range("token_ids", token_ids, "vocab_size", weight.shape[0])
 
 
+@kernel_check
 def gelu(x: torch.Tensor, approximate: str) -> None:
     check_float("x", x)
     if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@kernel_check
 def swiglu_ffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, w3: torch.Tensor) -> None:
     check_float("x", x)
     check_floats_like(x, w1=w1, w2=w2, w3=w3)
@@ -129,6 +180,7 @@ def swiglu_ffn(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, w3: torch.Te
     check_shape("w2", w2, (d_model, d_ff))
 
 
+@kernel_check
 def positionwise_ffn(
     x: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor | None, w2: torch.Tensor, b2: torch.Tensor | None
 ) -> None:
@@ -146,6 +198,7 @@ def positionwise_ffn(
             check_shape(name, b, shape)
 
 
+@kernel_check
 def norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float) -> None:
     """RMSNorm's and LayerNorm's arguments: gain (and bias) of shape (d_model,), eps > 0."""
     check_float("x", x)
@@ -158,6 +211,7 @@ def norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: 
     check_positive("eps", eps)
 
 
+@kernel_check
 def softmax(x: torch.Tensor, dim: int) -> None:
     check_float("x", x)
     check_dim("x", x, dim)
@@ -174,6 +228,7 @@ def bool_mask(mask: torch.Tensor, scores_shape: tuple[int, ...]) -> None:
         )
 
 
+@kernel_check
 def attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None) -> None:
     """Scaled dot-product attention's arguments: (..., seq, d) tensors of one dtype, matching d_k and
     keys, leading dimensions that broadcast, and a mask that broadcasts to the scores."""
@@ -195,11 +250,13 @@ def attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Ten
         bool_mask(mask, (*batch, Q.shape[-2], K.shape[-2]))
 
 
+@kernel_check
 def causal_mask(num_queries: int, num_keys: int) -> None:
     if not 0 < num_queries <= num_keys:
         raise ValueError(f"need 0 < num_queries <= num_keys, got num_queries={num_queries}, num_keys={num_keys}")
 
 
+@kernel_check
 def rope_cos_sin(d_k: int, theta: float, max_seq_len: int) -> None:
     check_positive("d_k", d_k)
     if d_k % 2:
@@ -208,6 +265,7 @@ def rope_cos_sin(d_k: int, theta: float, max_seq_len: int) -> None:
     check_positive("max_seq_len", max_seq_len)
 
 
+@kernel_check
 def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, token_positions: torch.Tensor) -> None:
     """RoPE's arguments: cos and sin (max_seq_len, d_k / 2), x (..., seq, d_k), and integer
     positions in [0, max_seq_len) that broadcast to x's (..., seq)."""
@@ -230,6 +288,7 @@ def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, token_positions:
     check_index_range("token_positions", token_positions, "max_seq_len", max_seq_len)
 
 
+@kernel_check
 def grouped_query_attention(q: torch.Tensor, k: torch.Tensor) -> None:
     """q (..., num_heads, queries, d_k) and k (..., num_kv_heads, keys, d_k), num_kv_heads dividing
     num_heads; the rest is scaled dot-product attention's check."""
@@ -240,6 +299,7 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor) -> None:
         raise ValueError(f"num_kv_heads={num_kv_heads} (k's heads) must divide num_heads={num_heads} (q's heads)")
 
 
+@kernel_check
 def multihead_self_attention(
     x: torch.Tensor,
     q_proj_weight: torch.Tensor,
@@ -275,13 +335,44 @@ def multihead_self_attention(
         raise ValueError(f"x must be (..., seq, d_model), got shape {tuple(x.shape)}")
     if attention_mask is not None:
         keys = x.shape[-2] + (kv_cache.length if kv_cache is not None else 0)
-        if attention_mask.dtype != torch.bool or tuple(attention_mask.shape) != (*x.shape[:-2], keys):
+        padding_mask(attention_mask, (*x.shape[:-2], keys))
+
+
+def model_inputs(
+    in_indices: torch.Tensor,
+    token_positions: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+    past: int,
+    context_length: int,
+) -> None:
+    """A language model's inputs, checked once for all its layers: positions that broadcast to
+    in_indices (..., seq) and lie in [0, context_length) (without them, past + seq tokens must
+    fit), and a padding mask (..., past + seq) of bools. The ids are the embedding's check."""
+    seq = in_indices.shape[-1]
+    if token_positions is None and past + seq > context_length:
+        raise ValueError(f"in_indices has {seq} tokens after {past} cached ones; context_length={context_length}")
+    if token_positions is not None:
+        check_index_tensor("token_positions", token_positions)
+        if broadcast_shape(token_positions.shape, in_indices.shape) is None or token_positions.shape[-1:] != (seq,):
             raise ValueError(
-                f"attention_mask must be a torch.bool tensor of shape (..., cached + seq) = "
-                f"{(*x.shape[:-2], keys)}, got {attention_mask.dtype} {tuple(attention_mask.shape)}"
+                f"token_positions must broadcast to in_indices' (..., seq) = {tuple(in_indices.shape)} with its "
+                f"last dimension seq={seq}, got shape {tuple(token_positions.shape)}"
             )
+        check_index_range("token_positions", token_positions, "context_length", context_length)
+    if attention_mask is not None:
+        padding_mask(attention_mask, (*in_indices.shape[:-1], past + seq))
 
 
+def padding_mask(attention_mask: torch.Tensor, expected: tuple[int, ...]) -> None:
+    """attention_mask is a bool tensor of shape (..., cached + seq) = expected."""
+    if attention_mask.dtype != torch.bool or tuple(attention_mask.shape) != expected:
+        raise ValueError(
+            f"attention_mask must be a torch.bool tensor of shape (..., cached + seq) = "
+            f"{expected}, got {attention_mask.dtype} {tuple(attention_mask.shape)}"
+        )
+
+
+@kernel_check
 def cross_entropy(inputs: torch.Tensor, targets: torch.Tensor) -> None:
     check_float("inputs", inputs)
     if inputs.dim() == 0:

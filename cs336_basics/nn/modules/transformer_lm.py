@@ -15,6 +15,7 @@ import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
+from cs336_basics.nn import _checks
 from cs336_basics.nn import functional as F
 from cs336_basics.nn._checks import check_positive
 from cs336_basics.nn.kv_cache import KVCache
@@ -94,25 +95,17 @@ class TransformerLM(nn.Module):
         counting each sequence's own tokens (the padding may then make the cache longer than
         context_length: the positions are what must fit)."""
         seq, past = in_indices.shape[-1], kv_cache[0].length if kv_cache else 0
-        if (
-            token_positions is not None
-            and token_positions.numel()
-            and int(token_positions.max()) >= self.config.context_length
-        ):
-            raise ValueError(
-                f"token_positions reach {int(token_positions.max())}; context_length={self.config.context_length}"
-            )
-        if token_positions is None and past + seq > self.config.context_length:
-            raise ValueError(
-                f"in_indices has {seq} tokens after {past} cached ones; context_length={self.config.context_length}"
-            )
+        _checks.model_inputs(in_indices, token_positions, attention_mask, past, self.config.context_length)
         # BEGIN SOLUTION
         if token_positions is None:  # built once here, not again in every layer's attention
             token_positions = torch.arange(past, past + seq, device=in_indices.device)  # (seq,)
-        x = self.token_embeddings(in_indices)  # (..., seq, d_model)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, token_positions, kv_cache[i] if kv_cache else None, attention_mask)
-        x = self.ln_final(x)
-        head = self.token_embeddings.weight if self.lm_head is None else self.lm_head.weight
-        return F.linear(x, head)  # (..., seq, vocab_size)
+        x = self.token_embeddings(in_indices)  # (..., seq, d_model); checks the ids
+        # Every layer gets x, positions and masks checked above and weights this model built:
+        # their kernels need not check them again.
+        with _checks.checked_once():
+            for i, layer in enumerate(self.layers):
+                x = layer(x, token_positions, kv_cache[i] if kv_cache else None, attention_mask)
+            x = self.ln_final(x)
+            head = self.token_embeddings.weight if self.lm_head is None else self.lm_head.weight
+            return F.linear(x, head)  # (..., seq, vocab_size)
         # END SOLUTION
