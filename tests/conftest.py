@@ -10,10 +10,14 @@ from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
 from cs336_basics.testing import compare, hints, likely_mistakes
 
 from ._helpers import PACKAGE_DIR, raised, your_frame
+from ._no_dynamo import skip_dynamo_in_optimizer_methods
 
 # One thread, as the grader runs graded code: the tests' tensors are small, and a second thread
 # of PyTorch's pool only spins (CPU time, on a shared machine) between them.
 torch.set_num_threads(1)
+
+# Building or saving any torch.optim.Optimizer, a student's AdamW too, would import torch._dynamo.
+skip_dynamo_in_optimizer_methods()
 
 # What imports and collection build lives until the end: gc.freeze() takes it out of the cyclic
 # collector's sight, so each full collection (pytest's at exit too) walks only what tests create.

@@ -7,12 +7,9 @@ from cs336_basics.testing import tolerance
 from ._helpers import F64, assert_close, rand
 from .adapters import get_adamw_cls, run_adamw_steps
 
-# Measured (max scaled error of the parameters against torch.optim.AdamW's, same inputs): 1.6e-16
-# for 200 float64 steps of Adam (weight_decay 0, eps 0); 0 for 200 steps of decay alone (zero
-# gradients). Both settings leave no room for where eps and the decay go, so CS336's Algorithm 1
-# (eps on sqrt(v), decay after the update) agrees as closely; with both nonzero the two forms
-# differ by ~lr^2 weight_decay per step, which the graded float32 cases keep below their tolerance.
-ADAM_FLOOR, DECAY_FLOOR = 1.6e-16, 0.0
+# torch.optim.AdamW is not run here: stepping it imports torch._dynamo, a second of CPU more than
+# these tests take. The fixtures (adamw_f64_zero_eps: float64, eps 0, no decay) hold what it gives,
+# and the staff suite compares the reference with it over 200 steps.
 
 
 def params(dtype=F64) -> list[torch.nn.Parameter]:
@@ -38,22 +35,9 @@ def test_adamw_matches_fixture(case, snapshot):
     snapshot.check(run_adamw_steps(**fx.kwargs), fx)
 
 
-def test_adamw_moments_and_bias_correction_match_torch_builtin():
-    # weight_decay 0 and eps 0: where eps and the decay go cannot matter, only m, v and their corrections
-    hyper = dict(lr=1e-2, betas=(0.9, 0.999), eps=0.0, weight_decay=0.0)
-    ours, theirs = optimize(get_adamw_cls(), 200, **hyper), optimize(torch.optim.AdamW, 200, **hyper)
-    assert_close(ours, theirs, tolerance(ADAM_FLOOR, F64), "AdamW vs torch.optim.AdamW")
-
-
 def test_adamw_decays_weights_by_lr_times_weight_decay_when_gradients_are_zero():
     hyper = dict(lr=1e-2, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
     ours = optimize(get_adamw_cls(), 200, zero_grads=True, **hyper)
-    assert_close(
-        ours,
-        optimize(torch.optim.AdamW, 200, zero_grads=True, **hyper),
-        tolerance(DECAY_FLOOR, F64),
-        "AdamW vs torch.optim.AdamW",
-    )
     start = torch.cat([p.detach().reshape(-1) for p in params()])
     assert_close(ours, start * (1 - 1e-2 * 0.1) ** 200, tolerance(2.0**-53 * 200, F64), "AdamW vs theta (1 - lr wd)^t")
 
