@@ -11,8 +11,9 @@ handout's testpaths. Then, N times, interleaved (so a slow moment of a shared ma
 every command alike), it times from the handout's folder:
 
     floor          uv run pytest benchmark_floor/test_floor.py
-    floor + torch.optim   the same test building a torch.optim.SGD too (for information: that
-                   imports torch._dynamo, which every student's AdamW, a torch.optim.Optimizer, pays)
+    floor + torch.optim   the same test building a torch.optim.SGD too (for information: outside
+                   the tests' conftest that imports torch._dynamo, as stepping torch.optim's own
+                   optimizers does anywhere)
     <component>    uv run pytest -k <component>        for every cs336_basics.COMPONENTS entry
     full suite     uv run pytest
 
@@ -53,7 +54,8 @@ def test_floor():
 '''
 FLOOR = ["uv", "run", "pytest", "benchmark_floor/test_floor.py"]
 # Building any torch.optim.Optimizer imports torch._dynamo (add_param_group is wrapped in
-# torch._disable_dynamo), and the handout's AdamW must be one: a second floor, for information.
+# torch._disable_dynamo; the handout's conftest unwraps it, and stepping torch.optim.AdamW still
+# imports it): a second floor, for information.
 FLOOR_OPTIM_TEST = FLOOR_TEST.replace("assert", "torch.optim.SGD([torch.nn.Parameter(torch.ones(2))])\n    assert")
 FLOOR_OPTIM = ["uv", "run", "pytest", "benchmark_floor/test_floor_optim.py"]
 OPTIMIZER_COMPONENTS = ("adamw", "checkpoint")  # the selections that build a torch.optim.Optimizer

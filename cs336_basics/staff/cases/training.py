@@ -131,7 +131,7 @@ CASES = [
     ),
     # hidden: one odd-shaped parameter over 40 steps; three parameters, other betas. (No float64
     # case: its tolerance, 1e-15, is below what another CPU's vector sqrt moves the expected
-    # output by; tests/test_adamw.py compares with torch.optim.AdamW in float64.)
+    # output by; tests/staff/test_adamw_oracle.py compares with torch.optim.AdamW in float64.)
     adamw_steps(
         "adamw_odd_many_steps",
         hidden=True,
