@@ -327,7 +327,7 @@ CASES = [
         r"token_positions must be an integer tensor of dtype torch.int64 or torch.int32, got torch.float32",
     ),
     (
-        "lm-attention_mask_wrong_length",
+        "lm-padding_mask_wrong_length",
         lambda: tiny_lm()(torch.tensor([[1, 2]]), attention_mask=torch.ones(1, 3, dtype=torch.bool)),
         ValueError,
         r"attention_mask must be a torch.bool tensor of shape \(\.\.\., cached \+ seq\) = \(1, 2\), got torch.bool \(1, 3\)",
