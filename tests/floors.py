@@ -48,13 +48,13 @@ FLOORS: dict[str, Floor] = {
     "rope.offset": Floor(2.8e-15, F64, "<RoPE(q, m), RoPE(k, n)> at (10, 3) vs at (50, 43)"),
     "mha.f64": Floor(2.9e-15, F64, "the MHA adapters vs F.linear + torch's SDPA (+ complex RoPE)"),
     "mha.hf": Floor(5.3e-7, F32, "MultiHeadSelfAttention vs HF LlamaAttention (eager)"),
-    "mha.cache": Floor(6.0e-7, F32, "prefill + one token at a time vs the whole sequence"),
+    "mha.cache": Floor(9.0e-7, F32, "prefill + one token at a time vs the whole sequence"),
     "block.f64": Floor(4.1e-15, F64, "run_transformer_block vs the block written with built-ins"),
     "block.ablations": Floor(5.5e-15, F64, "TransformerBlock's post-norm, no-norm and SiLU-FFN variants vs built-ins"),
     "block.hf": Floor(2.8e-7, F32, "TransformerBlock vs HF LlamaDecoderLayer"),
     "lm.hf": Floor(2.1e-5, F32, "TransformerLM vs HF LlamaForCausalLM (HF's float32 RoPE angles drift at seq 64)"),
     "lm.nope": Floor(2.4e-15, F64, "TransformerLM with position='none' vs built-ins, no rotation"),
-    "lm.cache": Floor(1.2e-6, F32, "TransformerLM: cached prefix + one token at a time vs the whole sequence"),
+    "lm.cache": Floor(1.5e-6, F32, "TransformerLM: cached prefix + one token at a time vs the whole sequence"),
     "cross_entropy.f64": Floor(2.9e-16, F64, "F.cross_entropy vs torch's, logits of std 3 and 1e4"),
     "cross_entropy.f64_offset": Floor(
         6.0e-14, F64, "F.cross_entropy vs torch's, logits near 1000 (m + lse rounds at ulp(m))"
@@ -65,7 +65,7 @@ FLOORS: dict[str, Floor] = {
     "parallel.heads": Floor(1.1e-15, F64, "attention split by head at W = 1, 2, 4 vs one process: output, input grad"),
     # Hugging Face modules built from a config (the course staff's suite)
     "swiglu.hf": Floor(4.2e-7, F32, "SwiGLUFFN vs HF LlamaMLP"),
-    "swiglu.hf_f64": Floor(8.5e-16, F64, "SwiGLUFFN vs HF LlamaMLP in float64"),
+    "swiglu.hf_f64": Floor(8.8e-16, F64, "SwiGLUFFN vs HF LlamaMLP in float64"),
     "rmsnorm.hf": Floor(0.0, F32, "RMSNorm vs HF LlamaRMSNorm (the same operations in the same order)"),
     "ffn_block.hf": Floor(8.0e-8, F32, "FFNBlock vs x + LlamaMLP(LlamaRMSNorm(x))"),
     "positionwise_ffn.gpt_neox": Floor(7.7e-7, F32, "PositionWiseFFN vs HF GPTNeoXMLP"),

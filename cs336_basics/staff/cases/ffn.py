@@ -61,7 +61,7 @@ CASES = [
         "ffn_block_original",
         seed=23,
         make=ffn_block_case(B, 64, 256, "layernorm", "positionwise", "gelu", bias=True),
-        floor=4.7e-7,
+        floor=5.8e-7,  # PyTorch's generic CPU kernels (ATEN_CPU_CAPABILITY=default); 4.7e-7 on x86-64's
     ),
     ffn_block(
         "ffn_block_original_2d_f64_eps",
