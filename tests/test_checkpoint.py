@@ -2,7 +2,8 @@
 exactly; a damaged, foreign or hostile file is refused with one clear error; a path is written
 through a temporary file and a rename.
 
-The optimizer is torch.optim.AdamW: what is tested here is the checkpoint, not the optimizer.
+The optimizer is the adapters' momentum_optimizer (momentum and a step count per parameter, and
+its param groups): what is tested here is the checkpoint, not the optimizer.
 """
 
 import io
@@ -16,7 +17,7 @@ from cs336_basics.fixture_io import fixture_names
 from cs336_basics.serialization import CheckpointError, read_checkpoint
 
 from ._helpers import regression_step
-from .adapters import run_checkpoint_resume, run_load_checkpoint, run_save_checkpoint
+from .adapters import momentum_optimizer, run_checkpoint_resume, run_load_checkpoint, run_save_checkpoint
 
 
 @pytest.mark.parametrize("case", fixture_names("checkpoint"))
@@ -37,7 +38,7 @@ class Net(torch.nn.Module):
 
 def new(seed: int = 0):
     model = Net(seed)
-    return model, torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    return model, momentum_optimizer(model.parameters(), lr=1e-2, weight_decay=0.1)
 
 
 def train(model, optimizer, steps: range):
@@ -80,7 +81,9 @@ def test_checkpoint_restores_the_optimizer_state_and_the_iteration(tmp_path):
     assert ours["param_groups"] == theirs["param_groups"]
     for k, state in ours["state"].items():
         assert state.keys() == theirs["state"][k].keys()
-        assert all(torch.equal(v, theirs["state"][k][key]) for key, v in state.items())
+        assert all(
+            torch.equal(torch.as_tensor(v), torch.as_tensor(theirs["state"][k][key])) for key, v in state.items()
+        )
 
 
 def test_checkpoint_loads_into_the_given_model_in_place(tmp_path):

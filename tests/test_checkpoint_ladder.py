@@ -1,8 +1,8 @@
 """checkpoint, rung by rung: the iteration loaded back as saved; the model's weights restored into
 the model given, in place; its buffers too; the optimizer's per-parameter state and its param
 groups; a path, a str and a file object alike; a checkpoint of another model refused; and last,
-a resumed run bit-identical to one never stopped (tests/_ladder.py). torch.optim.AdamW is the
-optimizer: what is checked is the checkpoint."""
+a resumed run bit-identical to one never stopped (tests/_ladder.py). The adapters'
+momentum_optimizer is the optimizer: what is checked is the checkpoint."""
 
 import io
 import os
@@ -15,7 +15,7 @@ from cs336_basics.serialization import read_checkpoint
 
 from ._helpers import regression_step
 from ._ladder import climb_failed, rung
-from .adapters import run_load_checkpoint, run_save_checkpoint
+from .adapters import momentum_optimizer, run_load_checkpoint, run_save_checkpoint
 
 
 class Net(torch.nn.Module):
@@ -34,13 +34,13 @@ class Net(torch.nn.Module):
 
 
 def new(seed: int = 0, **kwargs):
-    """A model and an AdamW of two param groups (fc1, fc2) with their own hyper-parameters."""
+    """A model and an optimizer of two param groups (fc1, fc2) with their own hyper-parameters."""
     model = Net(seed, **kwargs)
     groups = [
         {"params": model.fc1.parameters(), "lr": 1e-2, "weight_decay": 0.1},
-        {"params": model.fc2.parameters(), "lr": 3e-3, "weight_decay": 0.0, "betas": (0.8, 0.95)},
+        {"params": model.fc2.parameters(), "lr": 3e-3, "weight_decay": 0.0, "momentum": 0.8},
     ]
-    return model, torch.optim.AdamW(groups)
+    return model, momentum_optimizer(groups)
 
 
 def train(model, optimizer, steps: range):
@@ -168,7 +168,7 @@ def test_checkpoint_restores_the_optimizer_s_per_parameter_state():
     for (name, p), q in zip(model.named_parameters(), fresh.parameters(), strict=True):
         want, got = optimizer.state[p], fresh_optimizer.state.get(q, {})
         if not got:
-            climb_failed(f"after load, the optimizer holds no state for the parameter {name} (AdamW's moments and "
+            climb_failed(f"after load, the optimizer holds no state for the parameter {name} (its moments and "
                          "step would start again from zero)",
                          "save optimizer.state_dict() whole and restore it with optimizer.load_state_dict, "
                          "which maps the saved state onto the optimizer's own parameters")  # fmt: skip
@@ -229,5 +229,5 @@ def test_checkpoint_resumed_run_equals_a_run_never_stopped():
     for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values(), strict=True):
         if not torch.equal(a, b):
             climb_failed(f"5 steps, a checkpoint, 4 more steps: {name} differs from 9 steps without the stop",
-                         "everything training reads must come back: weights, buffers, AdamW's state and step, "
+                         "everything training reads must come back: weights, buffers, the optimizer's state and step, "
                          "the param groups, the iteration")  # fmt: skip

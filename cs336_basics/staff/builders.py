@@ -597,7 +597,7 @@ def checkpoint_case(
     weight_decay: float = 0.1,
     to: str = "path",
 ) -> Make:
-    """Weights and one gradient per AdamW step for each (adapters.run_checkpoint_resume)."""
+    """Weights and one gradient per optimizer step for each (adapters.run_checkpoint_resume)."""
 
     def make(rng):
         weights = {name: randn(rng, *shape) for name, shape in shapes.items()}
