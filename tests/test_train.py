@@ -1,8 +1,8 @@
 """Your components train a model: `cs336 train`'s loop (cs336_basics/train/loop.py, given) runs
 your train_bpe, Tokenizer, get_batch, TransformerLM, cross_entropy, AdamW, cosine schedule,
-gradient clipping and save_checkpoint for 300 steps on seeded template stories
+gradient clipping and save_checkpoint for STEPS steps on seeded template stories
 (cs336_basics/train/toy_stories.py), and the validation loss must fall below LOSS_BELOW.
-About 15 CPU seconds; it skips, naming the missing function, until every component is written.
+A few CPU seconds; it skips, naming the missing function, until every component is written.
 Each ablation (no RMSNorm, post-norm, NoPE, the SiLU FFN) trains 30 steps of the same run."""
 
 import dataclasses
@@ -15,14 +15,17 @@ from cs336_basics.train.config import TrainConfig
 from cs336_basics.train.loop import train
 from cs336_basics.train.toy_stories import toy_stories
 
-# Measured by the course staff with the reference: it reaches a validation loss of 0.26-0.29
-# nats/token here (0.285, 0.259, 0.261 with seeds 0, 1, 2; seed 0 with ATEN_CPU_CAPABILITY=default:
-# 0.285), near the stories' own entropy (about 0.25: the draws of plot, names, place, thing and feeling). The best trigram model of the same tokens gets 0.59 and word frequencies alone 4.3, so a loss
-# below 0.5 needs attention to more than the two previous tokens.
+# Measured by the course staff with the reference: after STEPS steps it reaches a validation loss
+# of 0.32-0.35 nats/token here (0.329, 0.322, 0.323, 0.351, 0.352, 0.341 with seeds 0-5; seeds 0
+# and 1 with ATEN_CPU_CAPABILITY=default: the same), on the way to the stories' own entropy (about
+# 0.25: the draws of plot, names, place, thing and feeling). The best trigram model of the same
+# tokens gets 0.59 and word frequencies alone 4.3, so a loss below 0.5 needs attention to more
+# than the two previous tokens.
+STEPS = 150
 LOSS_BELOW = 0.5
 
 
-def short_run(out_dir, seed: int = 0, max_steps: int = 300) -> TrainConfig:
+def short_run(out_dir, seed: int = 0, max_steps: int = STEPS) -> TrainConfig:
     """The short run's configuration: a 2-layer, 64-wide model on 600 stories (~62k tokens)."""
     corpus = out_dir / "stories.txt"
     corpus.write_text(toy_stories(np.random.default_rng(seed), 600))
@@ -40,8 +43,8 @@ def test_train_short_run_loss_falls_below_the_measured_threshold(tmp_path):
         pytest.skip(f"training needs every component; not implemented yet: {e}")
     losses = [r for r in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert record["valid_loss"] < LOSS_BELOW, (
-        f"after 300 steps the validation loss is {record['valid_loss']:.3f}, not below {LOSS_BELOW} "
-        f"(the reference: 0.26-0.29); the metrics, one JSON line per record:\n" + "\n".join(losses)
+        f"after {STEPS} steps the validation loss is {record['valid_loss']:.3f}, not below {LOSS_BELOW} "
+        f"(the reference: 0.32-0.35); the metrics, one JSON line per record:\n" + "\n".join(losses)
     )
 
 
