@@ -1,6 +1,7 @@
-"""The public tests' conftest keeps torch._dynamo unimported while an optimizer is built, stepped,
-zeroed, saved and loaded (tests/_no_dynamo.py): a torch release that moves torch._disable_dynamo's
-cache fails here, not silently in every student's loop."""
+"""The public tests' conftest keeps torch._dynamo unimported while an optimizer is built,
+stepped, zeroed, saved and loaded (tests/_no_dynamo.py; the optimizer is the checkpoint tests'
+momentum_optimizer, a torch.optim.Optimizer as a student's AdamW is): a torch release that moves
+torch._disable_dynamo's cache fails here, not silently in every student's loop."""
 
 import ast
 import subprocess
@@ -12,22 +13,11 @@ SCRIPT = """
 import sys
 import torch
 from tests._no_dynamo import skip_dynamo_in_optimizer_methods
+from tests.adapters import momentum_optimizer
 
 found = skip_dynamo_in_optimizer_methods()
-
-class Plain(torch.optim.Optimizer):
-    def __init__(self, params):
-        super().__init__(params, dict(lr=0.1))
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        for group in self.param_groups:
-            for p in group["params"]:
-                self.state[p]["step"] = self.state[p].get("step", 0) + 1
-                p.add_(p.grad, alpha=-group["lr"])
-
 p, q = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))
-optimizer = Plain([p])
+optimizer = momentum_optimizer([p])
 optimizer.add_param_group({"params": [q]})
 p.grad, q.grad = torch.ones(3), torch.ones(2)
 optimizer.step()
