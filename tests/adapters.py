@@ -786,9 +786,9 @@ CHECKPOINT_CHECKS = (
 
 
 def run_checkpoint_checks(weights: dict[str, Tensor], scale: Tensor, steps: int) -> Int[Tensor, " 7"]:
-    """Beyond CS336: `steps` momentum_optimizer steps (two param groups, the first's lr changed as a schedule
-    would) on a model with a buffer, run_save_checkpoint to a file object, run_load_checkpoint
-    into a fresh model and optimizer: 1 for each of CHECKPOINT_CHECKS that holds."""
+    """Beyond CS336: `steps` momentum_optimizer steps (two param groups, the first's lr changed as
+    a schedule would) on a model with a buffer, run_save_checkpoint to a file object,
+    run_load_checkpoint into a fresh model and optimizer: 1 for each of CHECKPOINT_CHECKS that holds."""
 
     class _WithBuffer(torch.nn.Module):  # local: the grader allows adapters.py functions only
         """Parameters named as `weights`, and a buffer `scale` (in state_dict, not a parameter)."""
