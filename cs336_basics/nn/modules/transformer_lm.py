@@ -17,7 +17,6 @@ from torch import Tensor, nn
 
 from cs336_basics.nn import _checks
 from cs336_basics.nn import functional as F
-from cs336_basics.nn._checks import check_positive
 from cs336_basics.nn.kv_cache import KVCache
 from cs336_basics.nn.modules.embedding import Embedding
 from cs336_basics.nn.modules.linear import Linear
@@ -46,7 +45,7 @@ class TransformerLMConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads", "d_ff", "rope_theta", "eps"):
-            check_positive(name, getattr(self, name))
+            _checks.check_positive(name, getattr(self, name))
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         if self.num_kv_heads is not None and (self.num_kv_heads <= 0 or self.num_heads % self.num_kv_heads):
