@@ -11,8 +11,8 @@ A variant is parts joined by "+":
   no_NAME    the check nn._checks.NAME a no-op (no_rope, no_linear, ...)
   lean       the bare ops of rope (cos/sin gathered once per step), softmax (no fully masked rows),
              attention, rmsnorm and silu (no dtype casts): not correct for every input
-  matmul     attention (checks, casts and softmax as they are) with @ in place of einsum; K and V
-             broadcast over the query heads of their group, so matmul copies them
+  matmul     attention (checks, casts and softmax as they are) with plain @ in place of the folded
+             products; K and V broadcast over the query heads of their group, so matmul copies them
   fold       grouped-query attention with each key/value head's query heads stacked along the
              queries axis and plain matmuls (one product per key/value head, nothing copied)
 Each repeat times every variant, then transformers, in turn (--prefill tokens, then --steps
@@ -39,10 +39,10 @@ def lean_softmax(x, dim=-1):
 
 
 def lean_attention(Q, K, V, mask=None):
-    scores = torch.einsum("...qd,...kd->...qk", Q * (1.0 / math.sqrt(Q.shape[-1])), K)
+    scores = F._broadcast_matmul(Q * (1.0 / math.sqrt(Q.shape[-1])), K.mT)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    return torch.einsum("...qk,...kd->...qd", F.softmax(scores, -1), V)
+    return F._broadcast_matmul(F.softmax(scores, -1), V)
 
 
 _gathered: dict = {}  # the positions tensor of this step -> its (cos, sin); one entry

@@ -25,6 +25,17 @@ def _compute_dtype(x: Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
+def _as(x: Tensor, dtype: torch.dtype) -> Tensor:
+    """x.to(dtype), but x itself, without a dispatched call, when it has that dtype already (the
+    common case: a decode step would otherwise make hundreds of no-op calls)."""
+    return x if x.dtype == dtype else x.to(dtype)
+
+
+def _upcast(x: Tensor) -> Tensor:
+    """x in its compute dtype (_compute_dtype)."""
+    return _as(x, _compute_dtype(x))
+
+
 def linear(
     x: Float[Tensor, "... d_in"], weight: Float[Tensor, "d_out d_in"], bias: Float[Tensor, " d_out"] | None = None
 ) -> Float[Tensor, "... d_out"]:
@@ -52,8 +63,8 @@ def silu(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
     the product's is 0. Half types are computed in float32 and cast back once."""
     _checks.check_float("x", x)
     # BEGIN SOLUTION
-    x_c = x.to(_compute_dtype(x))
-    return (x_c * torch.sigmoid(x_c)).to(x.dtype)
+    x_c = _upcast(x)
+    return _as(x_c * torch.sigmoid(x_c), x.dtype)
     # END SOLUTION
 
 
@@ -64,13 +75,13 @@ def gelu(x: Float[Tensor, "..."], approximate: str = "none") -> Float[Tensor, ".
     which cancel for x << 0. Half types are computed in float32."""
     _checks.gelu(x, approximate)
     # BEGIN SOLUTION
-    x_c = x.to(_compute_dtype(x))
+    x_c = _upcast(x)
     if approximate == "tanh":
         u = math.sqrt(2.0 / math.pi) * (x_c + 0.044715 * x_c.pow(3))
         out = x_c * torch.sigmoid(2.0 * u)
     else:
         out = 0.5 * x_c * torch.erfc(-x_c / math.sqrt(2.0))
-    return out.to(x.dtype)
+    return _as(out, x.dtype)
     # END SOLUTION
 
 
@@ -155,12 +166,11 @@ def rmsnorm(
     """
     _checks.norm(x, weight, None, eps)
     if cast_before_gain:  # given: the default order with a gain of 1 (exact) is the rounded normalised value
-        return rmsnorm(x, torch.ones_like(weight), eps) * weight.to(x.dtype)
+        return rmsnorm(x, torch.ones_like(weight), eps) * _as(weight, x.dtype)
     # BEGIN SOLUTION
-    in_dtype = x.dtype
-    x_c = x.to(_compute_dtype(x))
+    x_c = _upcast(x)
     normed = x_c * torch.rsqrt(x_c.pow(2).mean(dim=-1, keepdim=True) + eps)
-    return (normed * weight.to(x_c.dtype)).to(in_dtype)
+    return _as(normed * _as(weight, x_c.dtype), x.dtype)
     # END SOLUTION
 
 
@@ -175,14 +185,13 @@ def layernorm(
     cast the result to x's dtype once; float64 stays float64. bias may be None."""
     _checks.norm(x, weight, bias, eps)
     # BEGIN SOLUTION
-    in_dtype = x.dtype
-    x_c = x.to(_compute_dtype(x))
+    x_c = _upcast(x)
     mean = x_c.mean(dim=-1, keepdim=True)
     var = (x_c - mean).pow(2).mean(dim=-1, keepdim=True)  # biased: divide by d_model
-    out = (x_c - mean) * torch.rsqrt(var + eps) * weight.to(x_c.dtype)
+    out = (x_c - mean) * torch.rsqrt(var + eps) * _as(weight, x_c.dtype)
     if bias is not None:
-        out = out + bias.to(x_c.dtype)
-    return out.to(in_dtype)
+        out = out + _as(bias, x_c.dtype)
+    return _as(out, x.dtype)
     # END SOLUTION
 
 
@@ -195,16 +204,28 @@ def softmax(x: Float[Tensor, "..."], dim: int = -1) -> Float[Tensor, "..."]:
     """
     _checks.softmax(x, dim)
     # BEGIN SOLUTION
-    x_c = x.to(_compute_dtype(x))
-    row_max = x_c.detach().amax(dim=dim, keepdim=True)  # a constant: softmax is shift-invariant
-    masked_row = torch.isneginf(row_max)  # every entry -inf
-    exps = torch.exp(x_c - row_max.masked_fill(masked_row, 0.0))  # max exp(0) = 1: no overflow
-    total = exps.sum(dim=dim, keepdim=True) + masked_row  # a fully masked row: zeros / 1 = zeros
-    return (exps * total.reciprocal()).to(x.dtype)  # a product's backward is cheaper than a quotient's
+    x_c = _upcast(x)
+    # The max is a constant (softmax is shift-invariant); a fully masked row's max, -inf, becomes
+    # the lowest finite value, so that its entries give exp(-inf) = 0, not exp(-inf + inf) = NaN.
+    row_max = x_c.detach().amax(dim=dim, keepdim=True).clamp(min=torch.finfo(x_c.dtype).min)
+    exps = torch.exp(x_c - row_max)  # max exp(0) = 1: no overflow
+    # A row's sum is at least 1 (its max gives exp(0)) but in a fully masked row, where it is 0: there
+    # the smallest positive normal gives zeros / tiny = zeros, and no other row is clamped.
+    total = exps.sum(dim=dim, keepdim=True).clamp(min=torch.finfo(x_c.dtype).tiny)
+    return _as(exps * total.reciprocal(), x.dtype)  # a product's backward is cheaper than a quotient's
     # END SOLUTION
 
 
 # --- Decoder: attention, rotary position embeddings, multi-head self-attention ----------------
+
+
+def _broadcast_matmul(a: Float[Tensor, "... n k"], b: Float[Tensor, "... k m"]) -> Float[Tensor, "... n m"]:
+    """a @ b, where b's third-to-last dimension of 1 (a key/value head serving a group of query
+    heads) broadcasts over a's without a copy: that dimension of a is folded into its rows, one
+    product per key/value head. a @ b would copy b for each of a's."""
+    if a.dim() >= 3 and b.dim() >= 3 and b.shape[-3] == 1 < a.shape[-3]:
+        return (a.flatten(-3, -2) @ b.squeeze(-3)).unflatten(-2, a.shape[-3:-1])
+    return a @ b
 
 
 def scaled_dot_product_attention(
@@ -223,15 +244,13 @@ def scaled_dot_product_attention(
     _checks.attention(Q, K, V, mask)
     # BEGIN SOLUTION
     d_k = Q.shape[-1]
-    # einsum, not @: where K broadcasts over a dimension of Q (grouped-query heads), it folds that
-    # dimension into one product per key/value head; matmul would copy K for every query head.
     # Q is scaled, not the scores: queries x d_k numbers instead of queries x keys.
-    scores = torch.einsum("...qd,...kd->...qk", Q * (1.0 / math.sqrt(d_k)), K)  # (..., queries, keys)
-    scores = scores.to(_compute_dtype(scores))  # float32 for half types
+    scores = _broadcast_matmul(Q * (1.0 / math.sqrt(d_k)), K.mT)  # (..., queries, keys)
+    scores = _upcast(scores)  # float32 for half types
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    probs = softmax(scores, dim=-1).to(V.dtype)  # a fully masked row is zeros, not NaN
-    return torch.einsum("...qk,...kd->...qd", probs, V)  # (..., queries, d_v)
+    probs = _as(softmax(scores, dim=-1), V.dtype)  # a fully masked row is zeros, not NaN
+    return _broadcast_matmul(probs, V)  # (..., queries, d_v)
     # END SOLUTION
 
 
@@ -276,11 +295,11 @@ def rope(
     # BEGIN SOLUTION
     half = x.shape[-1] // 2
     dtype = _compute_dtype(x)
-    cos_p, sin_p = cos[token_positions].to(dtype), sin[token_positions].to(dtype)  # (..., seq, d_k/2)
-    pairs = x.to(dtype).unflatten(-1, (half, 2))  # (..., seq, d_k/2, 2)
+    cos_p, sin_p = _as(cos[token_positions], dtype), _as(sin[token_positions], dtype)  # (..., seq, d_k/2)
+    pairs = _as(x, dtype).unflatten(-1, (half, 2))  # (..., seq, d_k/2, 2)
     x0, x1 = pairs[..., 0], pairs[..., 1]  # (..., seq, d_k/2) each
     out = torch.stack((x0 * cos_p - x1 * sin_p, x0 * sin_p + x1 * cos_p), dim=-1)  # (..., seq, d_k/2, 2)
-    return out.flatten(-2).to(x.dtype)  # (..., seq, d_k)
+    return _as(out.flatten(-2), x.dtype)  # (..., seq, d_k)
     # END SOLUTION
 
 
@@ -371,9 +390,9 @@ def cross_entropy(inputs: Float[Tensor, "... vocab_size"], targets: Int[Tensor, 
     and the loss is returned in inputs' dtype."""
     _checks.cross_entropy(inputs, targets)
     # BEGIN SOLUTION
-    logits = inputs.to(_compute_dtype(inputs))
+    logits = _upcast(inputs)
     shifted = logits - logits.detach().amax(dim=-1, keepdim=True)  # (..., vocab_size), max 0: exp cannot overflow
     log_normalizer = shifted.exp().sum(dim=-1).log()  # (...,): logsumexp(shifted), >= 0
     target_logit = shifted.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)  # (...,)
-    return (log_normalizer - target_logit).mean().to(inputs.dtype)
+    return _as((log_normalizer - target_logit).mean(), inputs.dtype)
     # END SOLUTION

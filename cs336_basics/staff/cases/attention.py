@@ -50,7 +50,7 @@ CASES = [
         dtype=BF16,
     ),
     scaled_dot_product_attention(
-        "attention_one_query", hidden=True, seed=1103, make=attention_case((), 1, 13, 24, 5), floor=7.7e-8
+        "attention_one_query", hidden=True, seed=1103, make=attention_case((), 1, 13, 24, 5), floor=8.6e-8
     ),
     # rope: CS336's (4 x 12, d_k 64, theta 10000) at positions 0..11; per-row positions that are
     # not arange (a packed or left-padded batch) in a table of 1024
