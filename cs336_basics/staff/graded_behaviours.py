@@ -86,8 +86,15 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
         "test_get_batch_draws_the_first_and_the_last_window": ("get_batch",),
     },
     "train_bpe": {
-        "test_train_bpe_matches_fixture": ("train_bpe_one_special", "train_bpe_no_specials"),
-        "test_train_bpe_equals_recounting_every_merge": ("train_bpe_larger_corpus", "train_bpe_unicode_two_specials"),
+        "test_train_bpe_matches_fixture": (
+            "train_bpe_one_special",
+            "train_bpe_no_specials",
+            "train_bpe_unicode_one_special",
+            "train_bpe_unicode_no_specials",
+            "train_bpe_unicode_eot_and_pad",
+            "train_bpe_larger_corpus",
+            "train_bpe_unicode_two_specials",
+        ),
         "test_train_bpe_vocabulary_holds_the_bytes_the_specials_and_one_token_per_merge": (
             "train_bpe_unicode_two_specials",
             "train_bpe_token_ids",

@@ -85,6 +85,16 @@ CASES = [
     # a witness for merging across it; and of text without special tokens
     train_bpe_on_text("train_bpe_one_special", seed=90, make=train_bpe_case(150, 400, [EOT])),
     train_bpe_on_text("train_bpe_no_specials", seed=91, make=train_bpe_case(100, 320, [])),
+    # ~22 kB with a tenth of the words Unicode or emoji, one, none and two special tokens: the
+    # tables the obviously correct trainer (tests/oracles.py, recounting every pair before every
+    # merge) gives on these corpora, checked in the second tier, so no public test runs it
+    train_bpe_on_text(
+        "train_bpe_unicode_one_special", seed=154, make=train_bpe_case(200, 500, [EOT], unicode_share=0.1)
+    ),
+    train_bpe_on_text("train_bpe_unicode_no_specials", seed=155, make=train_bpe_case(200, 400, [], unicode_share=0.1)),
+    train_bpe_on_text(
+        "train_bpe_unicode_eot_and_pad", seed=156, make=train_bpe_case(200, 700, [EOT, "<|pad|>"], unicode_share=0.1)
+    ),
     # hidden: ~0.4 MB and 1,500 tokens (what the handout's time budget is about); two special
     # tokens and a fifth of the words Unicode or emoji; a vocabulary of only the bytes and the
     # special token (no merge)
