@@ -33,6 +33,17 @@ class _Cursor:
         self.at += n
         return bytes(self.buf[self.at - n : self.at]).decode("utf-8")
 
+    def strings(self, count: int) -> list[str]:
+        """`count` strings one after another (a vocabulary: one loop, no call per string)."""
+        buf, at, out = self.buf, self.at, []
+        length = struct.Struct("<Q").unpack_from
+        for _ in range(count):
+            (n,) = length(buf, at)
+            out.append(buf[at + 8 : at + 8 + n].decode("utf-8"))
+            at += 8 + n
+        self.at = at
+        return out
+
     def value(self, kind: int):
         if kind == STRING:
             return self.string()
@@ -43,6 +54,8 @@ class _Cursor:
                 items = np.frombuffer(self.buf, dtype, count, self.at).tolist()
                 self.at += count * dtype.itemsize
                 return items
+            if item == STRING:
+                return self.strings(count)
             return [self.value(item) for _ in range(count)]
         if kind not in _FIXED:
             raise ValueError(f"unknown GGUF value type {kind} at byte {self.at}")

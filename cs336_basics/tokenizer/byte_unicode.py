@@ -2,7 +2,9 @@
 the vocab.json / merges.txt format of GPT-2 and of Hugging Face's byte-level BPE writes every
 token's bytes as these characters, so that a token is a printable string without spaces."""
 
+import codecs
 import functools
+import itertools
 
 
 @functools.cache
@@ -22,15 +24,41 @@ def char_to_byte() -> dict[str, int]:
     return {c: b for b, c in byte_to_char().items()}
 
 
+@functools.cache
+def _charmap() -> tuple[str, object]:
+    """The stand-ins as the tables of the codecs module's charmap codec (the one of cp1252 and other
+    one-byte encodings): for decoding, the 256 stand-ins in byte order; for encoding, its inverse."""
+    decoding = "".join(byte_to_char()[b] for b in range(256))
+    return decoding, codecs.charmap_build(decoding)
+
+
 def to_printable(token: bytes) -> str:
-    table = byte_to_char()
-    return "".join(table[b] for b in token)
+    return codecs.charmap_decode(token, "strict", _charmap()[0])[0]
 
 
 def from_printable(text: str) -> bytes:
     """The bytes a GPT-2-format token string stands for; ValueError on a character no byte maps to."""
-    table = char_to_byte()
     try:
-        return bytes(table[c] for c in text)
-    except KeyError as e:
-        raise ValueError(f"{text!r} is not a GPT-2 byte-level token: {e.args[0]!r} stands for no byte") from None
+        return codecs.charmap_encode(text, "strict", _charmap()[1])[0]
+    except UnicodeEncodeError as e:
+        bad = e.object[e.start]
+        raise ValueError(f"{text!r} is not a GPT-2 byte-level token: {bad!r} stands for no byte") from None
+
+
+def _split(joined, parts: list) -> list:
+    """`joined` cut into pieces as long as each of `parts`, in order."""
+    return [joined[a:b] for a, b in itertools.pairwise(itertools.accumulate(map(len, parts), initial=0))]
+
+
+def to_printable_many(tokens: list[bytes]) -> list[str]:
+    """[to_printable(t) for t in tokens], in one call of the codec (a stand-in is one character per byte)."""
+    return _split(to_printable(b"".join(tokens)), tokens)
+
+
+def from_printable_many(texts: list[str]) -> list[bytes]:
+    """[from_printable(t) for t in texts], in one call of the codec; ValueError as from_printable's."""
+    try:
+        joined = codecs.charmap_encode("".join(texts), "strict", _charmap()[1])[0]
+    except UnicodeEncodeError:
+        return [from_printable(t) for t in texts]  # raises, naming the first bad token
+    return _split(joined, texts)
