@@ -41,7 +41,9 @@ SPACES = [" ", " ", " ", " ", " ", " ", " ", " ", "  ", "\t", "\n", "\n\n", "   
 def _lexicon(rng: Rng, n: int) -> list[str]:
     words = []
     for _ in range(n):
-        word = "".join(rng.choice(SYLLABLES, size=int(rng.integers(1, 4))))
+        # rng.choice(SYLLABLES, size) draws these very indices, after converting the list each call
+        syllables = rng.integers(0, len(SYLLABLES), size=int(rng.integers(1, 4)))
+        word = "".join([SYLLABLES[i] for i in syllables])
         words.append(word.capitalize() if rng.random() < 0.1 else word)
     return words
 
