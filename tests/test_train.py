@@ -3,7 +3,8 @@ your train_bpe, Tokenizer, get_batch, TransformerLM, cross_entropy, AdamW, cosin
 gradient clipping and save_checkpoint for STEPS steps on seeded template stories
 (cs336_basics/train/toy_stories.py), and the validation loss must fall below LOSS_BELOW.
 A few CPU seconds; it skips, naming the missing function, until every component is written.
-Each ablation (no RMSNorm, post-norm, NoPE, the SiLU FFN) trains 30 steps of the same run."""
+Each ablation (no RMSNorm, post-norm, NoPE, the SiLU FFN) trains ABLATION_STEPS steps of the
+same run, and its training loss must fall."""
 
 import dataclasses
 import json
@@ -62,13 +63,22 @@ ABLATIONS = {"no_norm": {"norm": "none"}, "post_norm": {"norm": "post"}, "nope":
              "ungated_ffn": {"ffn": "silu", "d_ff": 256}}  # fmt: skip
 
 
+# Measured by the course staff with the reference (seeds 0-3): in 15 steps, 10 of them warm-up,
+# every ablation's training loss falls from 5.9-6.1 nats/token to 2.0-3.0 (in 30 steps with 20 of
+# warm-up, to 1.2-1.8); a model that does not learn stays near ln(320) = 5.8 or diverges.
+ABLATION_STEPS, ABLATION_WARMUP = 15, 10
+
+
 @pytest.mark.parametrize("ablation", list(ABLATIONS))
 def test_train_ablation_lowers_the_training_loss(ablation, tmp_path):
-    config = dataclasses.replace(short_run(tmp_path, max_steps=30), log_interval=1, **ABLATIONS[ablation])
+    config = dataclasses.replace(short_run(tmp_path, max_steps=ABLATION_STEPS), log_interval=1,
+                                 warmup_steps=ABLATION_WARMUP, **ABLATIONS[ablation])  # fmt: skip
     try:
         train(config)
     except NotImplementedError as e:
         pytest.skip(f"training needs every component; not implemented yet: {e}")
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     losses = [r["train_loss"] for r in records if "train_loss" in r]
-    assert len(losses) == 30 and losses[-1] < losses[0], f"{ablation}: the training losses of 30 steps: {losses}"
+    assert len(losses) == ABLATION_STEPS and losses[-1] < losses[0], (
+        f"{ablation}: the training losses of {ABLATION_STEPS} steps: {losses}"
+    )
