@@ -276,7 +276,7 @@ def _toml_tables(table: dict, prefix: str = "") -> str:
 def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | None = None) -> str:
     """The staff pyproject.toml with the same dependencies, the `dev` group cut to what the
     shipped tests import (plus pytest), no other groups, pytest's addopts without
-    STAFF_ONLY_ADDOPTS, and a student description."""
+    STAFF_ONLY_ADDOPTS, uv's settings without compile-bytecode, and a student description."""
     reference_dir = Path(reference_dir)
     data = tomllib.loads((reference_dir / "pyproject.toml").read_text())
     if shipped_tests is None:
@@ -287,6 +287,10 @@ def student_pyproject(reference_dir: Path = REPO, shipped_tests: list[Path] | No
     dev = [r for r in data.get("dependency-groups", {}).get("dev", []) if isinstance(r, str) and _req_name(r) in used]
     data["dependency-groups"] = {"dev": dev}
     data.get("tool", {}).pop("ruff", None)  # the staff's lint config (ruff is not in the student's dev group)
+    # With it, every `uv run` checks and compiles the whole environment again: a few tenths of a CPU
+    # second on each `uv run pytest`. Python writes its own .pyc; where PYTHONDONTWRITEBYTECODE is
+    # set, the README has students run `uv sync --compile-bytecode` once.
+    data.get("tool", {}).get("uv", {}).pop("compile-bytecode", None)
     data["project"]["scripts"] = {"cs336": "cs336_basics.cli:main"}  # the staff's entry point adds staff commands
     pytest_options = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
     if "testpaths" in pytest_options:  # only folders the handout has

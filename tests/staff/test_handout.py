@@ -260,6 +260,13 @@ def test_handout_testpaths_are_folders_it_has(handout):
     assert testpaths and all((handout / t).is_dir() for t in testpaths)
 
 
+def test_handout_uv_run_does_not_compile_the_environment_each_time(handout):
+    uv_settings = tomllib.loads((handout / "pyproject.toml").read_text())["tool"]["uv"]
+    staff = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["uv"]
+    assert "compile-bytecode" not in uv_settings
+    assert uv_settings == {k: v for k, v in staff.items() if k != "compile-bytecode"}
+
+
 def test_handout_pyproject_and_lock_agree(handout):
     done = subprocess.run(["uv", "lock", "--check", "--offline"], cwd=handout, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
