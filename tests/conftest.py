@@ -1,3 +1,4 @@
+import atexit
 import gc
 from pathlib import Path
 
@@ -178,6 +179,22 @@ def own_name(nodeid: str) -> str | None:
     return max((n for n in SELECTABLE if n in nodeid.lower()), key=len, default=None)
 
 
+def holds_no_test_of(filename: str, keyword: str) -> bool:
+    """Whether test file `filename` holds no test whose own name is `keyword` (a name in
+    SELECTABLE), by its name alone: each id in test_<stem>.py contains the stem, so (no id
+    contains two names that are not nested) its own name contains the stem's own name."""
+    stem_owner = own_name(filename.removesuffix(".py"))
+    return filename.startswith("test_") and stem_owner is not None and stem_owner not in keyword
+
+
+def pytest_ignore_collect(collection_path, config):
+    """`-k NAME` does not import the test files of other names (most of the collection's time)."""
+    keyword = (config.getoption("keyword") or "").strip()
+    if keyword in SELECTABLE and collection_path.is_file() and holds_no_test_of(collection_path.name, keyword):
+        return True
+    return None
+
+
 def _keep_only_own_tests(config, items) -> None:
     keyword = (config.getoption("keyword") or "").strip()
     if keyword in SELECTABLE:
@@ -201,9 +218,10 @@ def pytest_collection_finish(session):
 
 
 def pytest_unconfigure(config):
-    """Hand the frozen objects back before the interpreter exits: its last collections free them
+    """Hand the frozen objects back as the interpreter exits, after pytest's own last collections
+    (which then walk only what the tests made): the interpreter's final collection frees them
     (frozen, extension types such as triton's nanobind ones are reported as leaks at exit)."""
-    gc.unfreeze()
+    atexit.register(gc.unfreeze)
 
 
 def pytest_collection_modifyitems(config, items):
