@@ -13,12 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cs336_basics import REPO
-from tests.conftest import SELECTABLE, own_name
+from tests.conftest import SELECTABLE, holds_no_test_of, own_name
 
 
-def _selected_by(tmp_path: Path) -> dict[str, list[str]]:
-    out = tmp_path / "keywords.json"
+@pytest.fixture(scope="module")
+def selected_by(tmp_path_factory) -> dict[str, list[str]]:
+    """Every collected test id -> the names whose `-k` would select it by pytest's rule alone."""
+    out = tmp_path_factory.mktemp("selection") / "keywords.json"
     env = dict(os.environ, KEYWORDS_OUT=str(out))
     env.pop("PYTEST_ADDOPTS", None)
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
@@ -33,8 +37,7 @@ def _nested_in(component: str) -> set[str]:
     return {c for c in SELECTABLE if c != component and c in component}
 
 
-def test_no_test_id_names_two_components(tmp_path):
-    selected_by = _selected_by(tmp_path)
+def test_no_test_id_names_two_components(selected_by):
     assert len(selected_by) > 100
     wrong = {}
     for nodeid, components in selected_by.items():
@@ -42,6 +45,16 @@ def test_no_test_id_names_two_components(tmp_path):
         if own and set(components) - {own} - _nested_in(own):
             wrong[nodeid] = components
     assert wrong == {}, "test ids that `-k` selects for more than one component: " + json.dumps(wrong, indent=1)
+
+
+def test_k_name_skips_only_files_that_hold_none_of_its_tests(selected_by):
+    """Under `-k NAME` the conftest does not import the files holds_no_test_of names: none of
+    their tests may be NAME's."""
+    file_of = {nodeid: Path(nodeid.split("::")[0]).name for nodeid in selected_by}
+    skips = {(file, name) for file in file_of.values() for name in SELECTABLE if holds_no_test_of(file, name)}
+    wrongly_skipped = sorted(nodeid for nodeid, file in file_of.items() if (file, own_name(nodeid)) in skips)
+    assert len(skips) > len(SELECTABLE), f"almost no file is skipped: {sorted(skips)}"
+    assert wrongly_skipped == [], f"tests that `-k` with their own name would not collect: {wrongly_skipped}"
 
 
 # Files whose ids nest one selectable name in another (the hook's whole job), collected alone.
