@@ -30,6 +30,7 @@ student-visible output.
 import ast
 import importlib
 import sys
+import threading
 import types
 from dataclasses import dataclass
 from functools import cache
@@ -39,6 +40,9 @@ from cs336_basics import call_rule
 from cs336_basics.builtin_guard import BANNED
 
 MAX_FINDINGS = 50  # per submission: enough to review, bounded for results.json
+# One ast.parse at a time: grade_all checks submissions in threads, and concurrent parses can fail
+# on CPython 3.11 before 3.11.8 ("AST constructor recursion depth mismatch", python/cpython#106905).
+_PARSING = threading.Lock()
 MAX_CODE_CHARS = 160
 
 _SHORT = {"F": "torch.nn.functional", "aten": "torch.ops.aten", "Tensor": "Tensor"}
@@ -325,7 +329,8 @@ def findings_of(source: str, rel: str, package: str = "cs336_basics") -> list[Fi
     """The findings of one file's text (rel: its path, for the report). A file that does not parse
     is one finding: the grader's import reports the error to the student."""
     try:
-        tree = ast.parse(source)
+        with _PARSING:
+            tree = ast.parse(source)
     except (SyntaxError, ValueError) as e:
         return [Finding(rel, getattr(e, "lineno", 0) or 0, "does not parse", "")]
     visitor = _Visitor(package)
@@ -348,7 +353,9 @@ def _given(rel: str) -> frozenset[str]:
     path = REPO / rel
     if not path.is_file():
         return frozenset()
-    return frozenset(f.code for f in findings_of(stub_text(path), rel))
+    with _PARSING:  # stub_text parses the file too
+        text = stub_text(path)
+    return frozenset(f.code for f in findings_of(text, rel))
 
 
 def check_package(package_dir: Path) -> list[Finding]:
