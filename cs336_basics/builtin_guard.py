@@ -23,7 +23,14 @@ import os
 import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from types import MappingProxyType
+from types import (
+    BuiltinFunctionType,
+    FunctionType,
+    MappingProxyType,
+    MethodDescriptorType,
+    MethodWrapperType,
+    WrapperDescriptorType,
+)
 
 import torch
 from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler_legacy, _enable_profiler_legacy
@@ -214,13 +221,37 @@ def explain(component: str, banned: list[str]) -> str:
     return "\n".join(parts)
 
 
+# The kinds of function whose equality is their identity (a method-wrapper's: its descriptor's and
+# its object's), so that one can key the names already seen; any other callable is named each call.
+_NAMED_ONCE = frozenset(
+    {
+        FunctionType,
+        BuiltinFunctionType,
+        MethodDescriptorType,
+        WrapperDescriptorType,
+        MethodWrapperType,
+        torch._ops.OpOverload,
+        torch._ops.OpOverloadPacket,
+        torch._ops.TorchBindOpOverload,
+    }
+)
+
+
 class _FunctionRecorder(TorchFunctionMode):
+    """Adds call_name(func) of each torch function called to `calls`, naming a function once (a
+    repeated call costs one lookup, and few events under the library call tracer's profile hook)."""
+
     def __init__(self, calls: set[str]):
         super().__init__()
         self.calls = calls
+        self.named: set = set()  # the functions of _NAMED_ONCE kinds already in `calls`
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.calls.add(call_name(func))
+        if type(func) not in _NAMED_ONCE:
+            self.calls.add(call_name(func))
+        elif func not in self.named:
+            self.named.add(func)
+            self.calls.add(call_name(func))
         return func(*args, **(kwargs or {}))
 
 

@@ -102,3 +102,30 @@ def test_public_snapshot_tests_name_each_library_route_of_the_hostile_sample(tmp
         assert f"{component} called library code" in done.stdout, component
     for callee in readme_field("library_routes", "named").split():
         assert f"{callee}" in done.stdout and "at cs336_basics/" in done.stdout, callee
+
+
+class _Impostor:
+    """A callable that claims to equal every function and hashes as F.silu does."""
+
+    def __eq__(self, other):
+        return True
+
+    def __hash__(self):
+        import torch
+
+        return hash(torch.nn.functional.silu)
+
+    def __call__(self, x):
+        return x
+
+
+def test_recorder_names_a_builtin_called_after_a_callable_that_claims_to_be_it():
+    import torch
+
+    from cs336_basics.builtin_guard import CallRecorder
+
+    x = torch.randn(3)
+    with CallRecorder(dispatch=False) as recorder:
+        torch.overrides.handle_torch_function(_Impostor(), (x,), x)  # through the recorder's mode
+        torch.nn.functional.silu(x)
+    assert "F.silu" in recorder.calls
