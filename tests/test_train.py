@@ -18,12 +18,12 @@ from cs336_basics.train.loop import train
 from cs336_basics.train.toy_stories import toy_stories
 
 # Measured by the course staff with the reference: after STEPS steps it reaches a validation loss
-# of 0.32-0.35 nats/token here (0.329, 0.322, 0.323, 0.351, 0.352, 0.341 with seeds 0-5; seeds 0
+# of 0.37-0.41 nats/token here (0.366, 0.368, 0.367, 0.406, 0.406, 0.386 with seeds 0-5; seeds 0
 # and 1 with ATEN_CPU_CAPABILITY=default: the same), on the way to the stories' own entropy (about
 # 0.25: the draws of plot, names, place, thing and feeling). The best trigram model of the same
 # tokens gets 0.59 and word frequencies alone 4.3, so a loss below 0.5 needs attention to more
 # than the two previous tokens.
-STEPS = 150
+STEPS, MAX_LR = 100, 2e-2
 LOSS_BELOW = 0.5
 
 
@@ -34,7 +34,7 @@ def short_run(out_dir, seed: int = 0, max_steps: int = STEPS) -> TrainConfig:
     corpus.write_text(toy_stories(np.random.default_rng(seed), 600))
     return TrainConfig(out_dir=str(out_dir / "run"), corpus=str(corpus), vocab_size=320, context_length=64,
                        d_model=64, num_layers=2, num_heads=2, d_ff=192, batch_size=16, max_steps=max_steps,
-                       warmup_steps=20, max_lr=1e-2, min_lr=1e-3, eval_interval=max_steps, eval_batches=8,
+                       warmup_steps=20, max_lr=MAX_LR, min_lr=1e-3, eval_interval=max_steps, eval_batches=8,
                        log_interval=10, checkpoint_interval=max_steps, threads=1, progress=False, seed=seed,
                        device="cpu", peak_flops=1e9)  # fmt: skip
 
@@ -54,7 +54,7 @@ def test_train_short_run_loss_falls_below_the_measured_threshold(tmp_path):
     losses = [r for r in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert record["valid_loss"] < LOSS_BELOW, (
         f"after {STEPS} steps the validation loss is {record['valid_loss']:.3f}, not below {LOSS_BELOW} "
-        f"(the reference: 0.32-0.35); the metrics, one JSON line per record:\n" + "\n".join(losses)
+        f"(the reference: 0.37-0.41); the metrics, one JSON line per record:\n" + "\n".join(losses)
     )
 
 
@@ -63,15 +63,16 @@ ABLATIONS = {"no_norm": {"norm": "none"}, "post_norm": {"norm": "post"}, "nope":
              "ungated_ffn": {"ffn": "silu", "d_ff": 256}}  # fmt: skip
 
 
-# Measured by the course staff with the reference (seeds 0-3): in 15 steps, 10 of them warm-up,
-# every ablation's training loss falls from 5.9-6.1 nats/token to 2.0-3.0 (in 30 steps with 20 of
-# warm-up, to 1.2-1.8); a model that does not learn stays near ln(320) = 5.8 or diverges.
-ABLATION_STEPS, ABLATION_WARMUP = 15, 10
+# Measured by the course staff with the reference (seeds 0-3): in 15 steps, 10 of them warm-up, at
+# a peak rate of 1e-2, every ablation's training loss falls from 5.9-6.1 nats/token to 2.0-3.0 (in
+# 30 steps with 20 of warm-up, to 1.2-1.8); a model that does not learn stays near ln(320) = 5.8
+# or diverges.
+ABLATION_STEPS, ABLATION_WARMUP, ABLATION_MAX_LR = 15, 10, 1e-2
 
 
 @pytest.mark.parametrize("ablation", list(ABLATIONS))
 def test_train_ablation_lowers_the_training_loss(ablation, tmp_path):
-    config = dataclasses.replace(short_run(tmp_path, max_steps=ABLATION_STEPS), log_interval=1,
+    config = dataclasses.replace(short_run(tmp_path, max_steps=ABLATION_STEPS), log_interval=1, max_lr=ABLATION_MAX_LR,
                                  warmup_steps=ABLATION_WARMUP, **ABLATIONS[ablation])  # fmt: skip
     try:
         train(config)
