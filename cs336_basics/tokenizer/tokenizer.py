@@ -4,6 +4,7 @@ pre-tokenized with GPT-2's pattern, and within each pre-token the merges are app
 order they were learned (lowest rank first), as GPT-2's encoder.py, tiktoken and Hugging Face
 tokenizers do. Decoding joins the tokens' bytes and replaces invalid UTF-8 with U+FFFD."""
 
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -16,11 +17,18 @@ from cs336_basics.tokenizer.train_bpe import merge_word
 Merges = list[tuple[bytes, bytes]]
 
 
+def _all_of(kind: type, values: Iterable) -> bool:
+    """Every value is an instance of `kind` (checked once per distinct type)."""
+    return all(issubclass(t, kind) for t in set(map(type, values)))
+
+
 def _check_vocab_and_merges(vocab: dict[int, bytes], merges: Merges) -> None:
-    if not isinstance(vocab, dict) or not all(isinstance(k, int) and isinstance(v, bytes) for k, v in vocab.items()):
+    if not isinstance(vocab, dict) or not (_all_of(int, vocab) and _all_of(bytes, vocab.values())):
         raise TypeError("vocab must be a dict[int, bytes] (token id -> the token's bytes)")
-    if not isinstance(merges, (list, tuple)) or not all(
-        isinstance(m, tuple) and len(m) == 2 and all(isinstance(p, bytes) for p in m) for m in merges
+    if not isinstance(merges, (list, tuple)) or not (
+        _all_of(tuple, merges)
+        and set(map(len, merges)) <= {2}
+        and _all_of(bytes, itertools.chain.from_iterable(merges))
     ):
         raise TypeError("merges must be a list of (bytes, bytes) pairs")
 
@@ -49,11 +57,13 @@ class Tokenizer:
         self.merges = list(merges)
         # (left id, right id) -> (rank, merged id)
         self.ranks: dict[tuple[int, int], tuple[int, int]] = {}
+        id_of = self.id_of.get
         for rank, (a, b) in enumerate(self.merges):
-            for part in (a, b, a + b):
-                if part not in self.id_of:
-                    raise ValueError(f"merges[{rank}] = {(a, b)!r}: {part!r} is not in the vocabulary")
-            self.ranks.setdefault((self.id_of[a], self.id_of[b]), (rank, self.id_of[a + b]))
+            left, right, merged = id_of(a), id_of(b), id_of(a + b)
+            if left is None or right is None or merged is None:
+                part = next(p for p in (a, b, a + b) if p not in self.id_of)
+                raise ValueError(f"merges[{rank}] = {(a, b)!r}: {part!r} is not in the vocabulary")
+            self.ranks.setdefault((left, right), (rank, merged))
         # a vocabulary may lack bytes no text it was trained on holds (SmolLM2's lacks 21, 0xC0 among them)
         self.byte_ids = [self.id_of.get(bytes([b])) for b in range(256)]
         self.special_pattern = special_tokens_pattern(self.special_tokens)
