@@ -68,6 +68,16 @@ def test_parallel_launch_ranks_record_afresh_under_the_launching_thread_s_record
     assert "aten.linear" not in outer.calls  # the caller's process computed nothing
 
 
+def _rank_has_no_profile_hook(rank, world_size):
+    return sys.getprofile() is None
+
+
+def test_parallel_launch_ranks_leave_the_launching_thread_s_profile_hook():
+    """Outside recording_ranks too: a forked rank does not run under the caller's recorder."""
+    with CallRecorder(dispatch=False):
+        assert launch(_rank_has_no_profile_hook, 2, start_method="fork") == [True, True]
+
+
 def test_parallel_launch_returns_each_rank_result_in_rank_order():
     assert launch(_rank_sum, 4) == [(r, 4, 10.0) for r in range(4)]
 

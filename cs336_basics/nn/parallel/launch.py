@@ -108,13 +108,15 @@ def recording_ranks(recorder: Callable[[], Any], rank_setup: Callable[[], None] 
 
 
 def _leave_inherited_recording() -> None:
-    """A forked rank inherits the torch mode stacks and the profiler of the thread that launched
-    it, a recorder's if one was active there: they record into the parent's copy of it, which
-    never comes back. Leave them, so that the rank's own recorder starts on empty stacks."""
+    """A forked rank inherits the torch mode stacks, the profiler and the profile hook of the
+    thread that launched it, a recorder's if one was active there: they record into the parent's
+    copy of it, which never comes back, and slow the rank down. Every rank leaves them first, so
+    that a rank's own recorder starts on empty stacks."""
     from torch.overrides import _pop_mode
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
     from torch.utils._python_dispatch import _pop_mode as _pop_dispatch_mode
 
+    sys.setprofile(None)
     while torch._C._len_torch_function_stack() > 0:
         _pop_mode()
     while _get_current_dispatch_mode_stack():
@@ -126,7 +128,6 @@ def _leave_inherited_recording() -> None:
 def _recorded_call(record: RankRecords, fn, args: tuple) -> dict:
     """{"ok": fn(*args), "calls": [...], "operators": n}, fn run under the recorder (a banned
     call is judged by whoever reads the record, as in the grader's worker)."""
-    _leave_inherited_recording()
     if record.rank_setup is not None:
         record.rank_setup()
     with record.recorder() as recorder:
@@ -154,6 +155,7 @@ def _rank_main(
     torch.set_num_threads(1)  # W ranks share the machine's cores; also keeps a forked OpenMP pool unused
     path = Path(out) / f"rank{rank}.pkl"
     try:
+        _leave_inherited_recording()
         if backend == "nccl":
             torch.cuda.set_device(rank % torch.cuda.device_count())
         if backend == "gloo":  # the group lives on 127.0.0.1: gloo's device on the loopback interface,
