@@ -221,8 +221,9 @@ def explain(component: str, banned: list[str]) -> str:
     return "\n".join(parts)
 
 
-# The kinds of function whose equality is their identity (a method-wrapper's: its descriptor's and
-# its object's), so that one can key the names already seen; any other callable is named each call.
+# The kinds of function whose equality is identity (a method-wrapper's: that of its descriptor and
+# its object). The recorder keeps the ones it has named in a set; any other callable is named at
+# each call, since its own __eq__ could claim to be a function already named.
 _NAMED_ONCE = frozenset(
     {
         FunctionType,

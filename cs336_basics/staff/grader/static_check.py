@@ -40,10 +40,10 @@ from cs336_basics import call_rule
 from cs336_basics.builtin_guard import BANNED
 
 MAX_FINDINGS = 50  # per submission: enough to review, bounded for results.json
+MAX_CODE_CHARS = 160
 # One ast.parse at a time: grade_all checks submissions in threads, and concurrent parses can fail
 # on CPython 3.11 before 3.11.8 ("AST constructor recursion depth mismatch", python/cpython#106905).
 _PARSING = threading.Lock()
-MAX_CODE_CHARS = 160
 
 _SHORT = {"F": "torch.nn.functional", "aten": "torch.ops.aten", "Tensor": "Tensor"}
 # every banned built-in, as a full dotted path (torch.nn.functional.silu, torch.ops.aten.silu, ...)
