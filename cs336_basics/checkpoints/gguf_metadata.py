@@ -29,9 +29,7 @@ class _Cursor:
         return value
 
     def string(self) -> str:
-        n = self.fixed("<Q")
-        self.at += n
-        return bytes(self.buf[self.at - n : self.at]).decode("utf-8")
+        return self.strings(1)[0]
 
     def strings(self, count: int) -> list[str]:
         """`count` strings one after another (a vocabulary: one loop, no call per string)."""

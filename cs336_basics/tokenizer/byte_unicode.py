@@ -20,11 +20,6 @@ def byte_to_char() -> dict[int, str]:
 
 
 @functools.cache
-def char_to_byte() -> dict[str, int]:
-    return {c: b for b, c in byte_to_char().items()}
-
-
-@functools.cache
 def _charmap() -> tuple[str, object]:
     """The stand-ins as the tables of the codecs module's charmap codec (the one of cp1252 and other
     one-byte encodings): for decoding, the 256 stand-ins in byte order; for encoding, its inverse."""
