@@ -9,7 +9,7 @@ Calls are recorded through PyTorch's own hooks, not by reading source code:
 TorchFunctionMode sees Python-level calls (torch.nn.functional.*, torch.*, Tensor methods,
 torch.ops.*), TorchDispatchMode sees every ATen operator that runs (so a built-in reached by
 another route, e.g. torch.ops.aten.silu or a torch.nn module, is seen too), and, below both, an
-observer at the dispatcher (the profiler's RecordFunction callbacks, `dispatch=True` only) sees
+observer at the dispatcher (the profiler's RecordFunction callbacks) sees
 every operator the dispatcher calls, composite ones before they decompose, even while code
 excludes the Python dispatch key or pops the mode stacks. The recorder checks on exit that its
 modes and its observer are still the ones it installed (RecordingTampered otherwise).
@@ -37,7 +37,7 @@ from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler_lega
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
-from cs336_basics import call_rule
+from cs336_basics import call_rule, elementary_ops
 
 MAX_LIBRARY_CALLS_SHOWN = 5
 LIBRARY_RULE = (
@@ -108,23 +108,8 @@ _CROSS_ENTROPY = _SOFTMAX | _every_alias(
     "nll_loss2d_forward",
     "logsumexp",
 )
-# torch.optim.Adam/AdamW's step: its per-tensor loop asks torch.is_complex of every parameter (seen as
-# a torch function); its foreach and fused kernels are ATen operators of their own.
-_ADAMW = frozenset(
-    {
-        "torch.is_complex",
-        "aten._fused_adam_",
-        "aten._fused_adamw_",
-        "aten._foreach_lerp_",
-        "aten._foreach_addcdiv_",
-        "aten._foreach_addcmul_",
-        "aten._foreach_sqrt",
-    }
-)
-# torch.nn.utils.clip_grad_norm_ (and get_total_norm / clip_grads_with_norm_): the foreach norm and scaling.
-_CLIPPING = frozenset(
-    {"torch._foreach_norm", "aten._foreach_norm", "torch._foreach_mul_", "aten._foreach_mul_", "aten._foreach_mul"}
-)
+# torch.optim.Adam/AdamW's fused kernels (their foreach forms are elementary: cs336_basics/elementary_ops.py).
+_ADAMW = _every_alias("_fused_adam", "_fused_adamw")
 _DECODER = _ANYWHERE | _MHA | _LINEAR | _SILU | _GLU | _SOFTMAX | _RMSNORM | _EMBEDDING
 
 # component -> the built-ins (canonical names, see call_name) it may not call
@@ -151,7 +136,7 @@ BANNED = MappingProxyType(
         "cross_entropy": _ANYWHERE | _CROSS_ENTROPY,
         "adamw": _ANYWHERE | _ADAMW,
         "lr_schedule": _ANYWHERE,  # Python arithmetic: no built-in computes it
-        "gradient_clipping": _ANYWHERE | _CLIPPING,
+        "gradient_clipping": _ANYWHERE,  # clip_grad_norm_ is library code (call_rule)
         # no built-in samples batches or writes checkpoints (torch.save and torch.load are tools)
         "get_batch": _ANYWHERE,
         "checkpoint": _ANYWHERE,
@@ -193,22 +178,39 @@ def call_name(func) -> str:
 
 
 def forbidden_calls(component: str, calls: Iterable[str]) -> list[str]:
-    """The names among `calls` that `component` may not use, sorted: its banned built-ins, and the
-    library calls its code made that call_rule's table does not allow it."""
+    """The names among `calls` that `component` may not use, sorted: the ATen operators that are
+    not elementary (elementary_ops), its banned built-ins by any public name, and the library calls
+    its code made that call_rule's table does not allow it."""
     calls = set(calls)
     library = {c for c in calls if (callee := call_rule.callee_of(c)) and not call_rule.allowed_in(component, callee)}
-    return sorted((calls & BANNED[component]) | library)
+    return sorted((calls & BANNED[component]) | set(elementary_ops.not_elementary(component, calls)) | library)
+
+
+ELEMENTARY_RULE = (
+    "An operator is elementary when it creates, copies or views tensors, indexes, applies a named "
+    "mathematical function elementwise (exp, log, sqrt, sigmoid, tanh, erf, ...), compares, reduces "
+    "(sum, mean, max, var, norm, ...), scans, sorts, multiplies matrices or draws random numbers "
+    "(cs336_basics/elementary_ops.py). Layers, losses, normalisations, softmax in any form and "
+    "log-sum-exp are not."
+)
 
 
 def explain(component: str, banned: list[str]) -> str:
-    """The message a student sees when `component` called the built-ins or library code `banned`."""
-    builtins = [b for b in banned if call_rule.callee_of(b) is None]
+    """The message a student sees when `component` called the built-ins, operators or library code `banned`."""
     library = [b for b in banned if call_rule.callee_of(b) is not None]
+    operators = [b for b in banned if b not in library and b not in BANNED[component] and b.startswith("aten.")]
+    builtins = [b for b in banned if b not in library and b not in operators]
     parts = []
     if builtins:
         parts.append(
             f"{component} called {', '.join(builtins)}: the PyTorch built-in that computes this component. "
             f"Write {component} from elementary tensor operations; the built-in is what the tests compare against."
+        )
+    if operators:
+        parts.append(
+            f"{component} ran {', '.join(operators)}: not an elementary tensor operation. Whatever Python "
+            f"name reached it (torch.X, torch.nn.functional.X, Tensor.X, a module), write {component} "
+            f"from elementary operations instead. {ELEMENTARY_RULE}"
         )
     if library:
         calls = "\n".join(f"  {c}" for c in library[:MAX_LIBRARY_CALLS_SHOWN])
@@ -312,10 +314,11 @@ class CallRecorder:
     called in this thread (`calls`) and how many operators ran (`operators`)."""
 
     def __init__(self, dispatch: bool = True, package_dir: str | None = None, harness: tuple[str, ...] = ()):
-        """dispatch=False records Python-level calls only: no ATen operator is seen (and
-        `operators` stays 0), but nothing is imported (the dispatch mode imports torch._dynamo,
-        ~3 s, at its first operator): what the public tests use. dispatch=True adds the
-        dispatch mode and the dispatcher observer. Either way the library calls of the code in
+        """The function mode and the dispatcher observer record always: every operator that runs
+        is seen, so the public tests and the grader reach the same verdict. dispatch=True adds
+        the Python dispatch mode (a second vantage point on the operators, and `operators`
+        counts them; it imports torch._dynamo, ~3 s, at its first operator: the public tests
+        leave it out). Either way the library calls of the code in
         `package_dir` (default: the imported cs336_basics package's directory) are recorded
         (call_rule.LibraryCallTracer), except those of the `harness` files (the public tests'
         fixture loading and comparison, which run inside the recording)."""
@@ -325,7 +328,7 @@ class CallRecorder:
         self._modes = (
             _FunctionRecorder(self.calls),
             _DispatchRecorder(self.calls, self._counter) if dispatch else contextlib.nullcontext(),
-            _DispatcherObserver(self.calls) if dispatch else contextlib.nullcontext(),
+            _DispatcherObserver(self.calls),
         )
         self._tracer = call_rule.LibraryCallTracer(
             self.calls, package_dir or _package_dir(), exclude=(__file__, *harness)
@@ -335,6 +338,11 @@ class CallRecorder:
     @property
     def operators(self) -> int:
         return self._counter[0]
+
+    @property
+    def entered(self) -> set[tuple[str, int]]:
+        """(path, first line) of each def of the package that ran (cs336_basics/source_rule.py)."""
+        return self._tracer.entered
 
     def __enter__(self) -> "CallRecorder":
         # the observer outermost, then the dispatch mode: pushing and popping it must not pass

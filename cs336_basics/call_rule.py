@@ -204,6 +204,7 @@ class LibraryCallTracer:
         self._wheres: dict = {}  # (code object, line) -> "file:line: source"
         self._forbidden_codes: dict = {}  # code object -> the forbidden callee's name
         self._modules: dict = {}  # filename -> the dotted module it is
+        self.entered: set[tuple[str, int]] = set()  # (path, first line) of each of the package's defs run
         self._previous = None
         self._interrupted = None  # while a collection runs: the frame it interrupted
         self._collections = 0  # gc's count of collections when the running one started
@@ -284,6 +285,11 @@ class LibraryCallTracer:
             return isinstance(name, str) and (name == self.package or name.startswith(self.package + "."))
         return kind == _STUDENT
 
+    def _relative(self, filename: str) -> str:
+        """A file of the package as source_rule names it: cs336_basics/nn/functional.py."""
+        real, _ = self._file(filename)
+        return f"{self.package}/{real[len(self.root) :]}".replace(os.sep, "/")
+
     def _where(self, frame) -> str:
         key = (frame.f_code, frame.f_lineno)
         found = self._wheres.get(key)
@@ -348,6 +354,8 @@ class LibraryCallTracer:
         callee = self._forbidden_codes.get(code) or self._callee(frame)
         if callee is None:
             self._allowed_codes.add(code)
+            if self._kinds.get(code) == _STUDENT:  # a def of the package entered: source_rule.costs
+                self.entered.add((self._relative(code.co_filename), code.co_firstlineno))
             return
         if "<locals>" not in code.co_qualname:  # a decorator's wrapper names what it wraps: each time
             self._forbidden_codes[code] = callee

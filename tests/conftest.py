@@ -1,5 +1,6 @@
 # ruff: noqa: E402 -- the cyclic collector is off while the modules below are imported
 import atexit
+import functools
 import gc
 
 gc.disable()  # until what the imports build is frozen, below
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cs336_basics import COMPONENTS
+from cs336_basics import COMPONENTS, source_rule
 from cs336_basics.builtin_guard import BANNED, assert_no_builtins
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
 from cs336_basics.testing import compare, hints, likely_mistakes
@@ -97,19 +98,29 @@ def snapshot(record_property) -> Snapshot:
 HARNESS = tuple(str(PACKAGE_DIR / name) for name in ("fixture_io.py", "testing.py"))
 
 
+@functools.cache
+def source_violations() -> tuple[source_rule.Violation, ...]:
+    """The package's lines that break the source rule (cs336_basics/source_rule.py), read once."""
+    return tuple(source_rule.check_package(PACKAGE_DIR))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """A snapshot test (`test_<component>_matches_fixture`) fails if the component called the
-    PyTorch built-in that computes it, or library code its rule does not allow
-    (cs336_basics/builtin_guard.py, cs336_basics/call_rule.py): the grader's rule, heard
-    first here, as a failure of that test (a fixture would report it as an error at teardown).
-    Python-level calls only, which keeps the tests fast; the grader sees ATen too."""
+    """A snapshot test (`test_<component>_matches_fixture`) fails if the component ran an operator
+    that is not elementary, called the PyTorch built-in that computes it or library code its rule
+    does not allow (cs336_basics/builtin_guard.py, elementary_ops.py, call_rule.py), or ran code
+    whose source breaks the source rule (source_rule.py): the grader's rule, heard first here,
+    as a failure of that test (a fixture would report it as an error at teardown)."""
     name = getattr(item, "originalname", item.name)
     component = name.removeprefix("test_").removesuffix("_matches_fixture")
     if component not in BANNED or not name.endswith("_matches_fixture"):
         return (yield)
-    with assert_no_builtins(component, dispatch=False, harness=HARNESS):
-        return (yield)
+    with assert_no_builtins(component, dispatch=False, harness=HARNESS) as recorder:
+        result = yield
+    costly = [v for v in source_violations() if source_rule.costs(v, recorder.entered)]
+    if costly:
+        raise AssertionError(source_rule.explain(costly))
+    return result
 
 
 @pytest.hookimpl(wrapper=True)

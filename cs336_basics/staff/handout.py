@@ -339,6 +339,7 @@ def build_handout(out_dir: Path, reference_dir: Path = REPO, lock: bool = True) 
             dst.write_text(stub_text(src))
         else:
             shutil.copyfile(src, dst)
+    write_given(out_dir / PACKAGE, reference_dir / PACKAGE)
     shutil.copyfile(reference_dir / "handout" / "README.md", out_dir / "README.md")
     tests = [reference_dir / p for p in files if p.parts[0] == "tests" and p.suffix == ".py"]
     (out_dir / "pyproject.toml").write_text(student_pyproject(reference_dir, tests))
@@ -346,6 +347,16 @@ def build_handout(out_dir: Path, reference_dir: Path = REPO, lock: bool = True) 
     if lock:
         uv_lock(out_dir)
     return out_dir
+
+
+def write_given(package_out: Path, package_dir: Path) -> None:
+    """The handout's source_rule manifest: the files it gives whole, and its own lines the rule
+    would name in the files students fill in (cs336_basics/source_rule.py, Given)."""
+    from cs336_basics import source_rule
+
+    given = source_rule.given_by(package_dir)
+    text = json.dumps({"files": given.files, "lines": given.lines}, indent=1, sort_keys=True)
+    (package_out / source_rule.GIVEN_MANIFEST).write_text(text + "\n")
 
 
 def _run(args) -> int:

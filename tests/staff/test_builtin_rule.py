@@ -39,7 +39,7 @@ def test_public_snapshot_test_fails_a_component_that_calls_its_builtin(tmp_path)
         text=True,
     )
     assert done.returncode == 1, done.stdout[-2000:]
-    assert "silu called F.silu: the PyTorch built-in that computes this component" in done.stdout
+    assert "silu called F.silu, aten.silu: the PyTorch built-in that computes this component" in done.stdout
     summary = done.stdout.splitlines()[-1]
     assert "failed" in summary and "error" not in summary, summary  # a failure of the test, not a teardown error
     assert "mismatch" not in done.stdout and "off by more than" not in done.stdout  # the values are right
@@ -65,12 +65,18 @@ def test_grader_rule_sees_f_cross_entropy():
     assert "F.cross_entropy" in _training_builtin_calls("cross_entropy")
 
 
-def test_grader_rule_sees_torch_optim_adamw():
-    assert _training_builtin_calls("adamw") != []
+def test_is_complex_and_foreach_operators_cost_an_honest_adamw_nothing():
+    from cs336_basics.builtin_guard import forbidden_calls
+
+    honest = {"torch.is_complex", "torch._foreach_lerp_", "aten._foreach_lerp_", "aten._foreach_sqrt", "aten.lerp_"}
+    assert forbidden_calls("adamw", honest) == []
+    assert forbidden_calls("gradient_clipping", {"torch._foreach_norm", "aten._foreach_norm", "aten._foreach_mul_"}) == []
 
 
-def test_grader_rule_sees_clip_grad_norm_in_gradient_clipping():
-    assert _training_builtin_calls("gradient_clipping") != []
+def test_fused_adamw_kernel_is_not_elementary():
+    from cs336_basics.builtin_guard import forbidden_calls
+
+    assert forbidden_calls("adamw", {"aten._fused_adamw_"}) == ["aten._fused_adamw_"]
 
 
 def test_public_snapshot_tests_name_each_library_route_of_the_hostile_sample(tmp_path):

@@ -23,6 +23,7 @@ are published (visibility `after_published`). Never shown: the exception's type 
 ones, 6 more bits before), the kind of wrong output, anything the code printed.
 """
 
+import functools
 import json
 import math
 import os
@@ -39,7 +40,7 @@ from pathlib import Path
 import safetensors.torch
 import torch
 
-from cs336_basics import REPO
+from cs336_basics import REPO, source_rule
 from cs336_basics.builtin_guard import explain, forbidden_calls
 from cs336_basics.fixture_io import Fixture
 from cs336_basics.staff.grader import protocol, sandbox
@@ -75,6 +76,7 @@ class GradeReport:
     notes: list[str] = field(default_factory=list)  # for staff: sandbox state, internal errors
     seconds: float = 0.0
     review: list[Finding] = field(default_factory=list)  # for staff: static_check's findings, no points
+    violations: tuple = ()  # source_rule's, which cost the components that ran them
     isolation: dict = field(default_factory=dict)  # for staff: preflight.statement(): level, held, missing
     grader_problems: list[str] = field(default_factory=list)  # cases not graded through the grader's fault (awarded)
     leaderboard: Entry | None = None  # the leaderboard entry's evaluation (grader/leaderboard.py)
@@ -128,7 +130,13 @@ def read_output(raw: bytes, numel: int) -> tuple[dict[str, str], torch.Tensor | 
 
 
 def judge(
-    case: GradedCase, fixture: Fixture, run: ComponentRun, uid: int | None, memory_mb: int, code_dir: Path
+    case: GradedCase,
+    fixture: Fixture,
+    run: ComponentRun,
+    uid: int | None,
+    memory_mb: int,
+    code_dir: Path,
+    violations: tuple = (),
 ) -> tuple[bool, str]:
     """(passed, what the student sees) for one case. A hidden case's message is one of a few fixed
     sentences: it never holds text the student's code produced, nor values derived from its inputs.
@@ -143,11 +151,26 @@ def judge(
     parsed = read_output(raw, numel) if len(raw) <= limit else None
     if parsed is None:
         return False, f"{fixture.adapter}: the saved output is not what the grader wrote (too large or malformed)"
-    return _verdict(case, fixture, *parsed, memory_mb, code_dir)
+    return _verdict(case, fixture, *parsed, memory_mb, code_dir, violations)
+
+
+def _source_verdict(case: GradedCase, adapter: str, meta: dict[str, str], violations) -> str | None:
+    """Why the case fails the source rule (source_rule.costs: the lines of the defs it ran, or any
+    line that could hide what ran), or None; a missing or malformed record counts every line."""
+    try:
+        entered = {(str(p), int(n)) for p, n in json.loads(meta[protocol.ENTERED])}
+    except (KeyError, ValueError, TypeError):
+        entered = None
+    costly = [v for v in violations if entered is None or source_rule.costs(v, entered)]
+    if not costly:
+        return None
+    if case.hidden:
+        return f"{adapter}: your source breaks the rule on what it may name (the public tests name the line)"
+    return source_rule.explain(costly)
 
 
 def _verdict(
-    case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int, code_dir: Path
+    case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int, code_dir: Path, violations=()
 ) -> tuple[bool, str]:
     adapter, hidden = fixture.adapter, case.hidden
     if protocol.ERROR in meta:
@@ -177,6 +200,9 @@ def _verdict(
             if hidden
             else explain(case.component, banned)
         )
+    source = _source_verdict(case, adapter, meta, violations)
+    if source is not None:
+        return False, source
     if operators <= 0:
         return False, (
             f"{adapter}: the grader saw no PyTorch operator run while computing this case "
@@ -220,10 +246,22 @@ def _prepare(submission: Path, base: Path, cases: list[GradedCase], fixtures: di
     code, inputs = root / "code", root / "inputs"
     inputs.mkdir(parents=True)
     copy_package(unpack(submission, base / "private" / "submission"), code / "cs336_basics")
+    _restore_given(code)
     shutil.copyfile(ADAPTERS, code / "adapters.py")
     _write_inputs(inputs, [c for c in cases if not c.hidden], fixtures)
     _readable(root)
     return root
+
+
+def _restore_given(code: Path) -> None:
+    """The files the handout gives whole are this grader's copies, whatever the submission holds:
+    a student cannot change them, and a submission from an older handout runs today's."""
+    for rel in _given().files:
+        target = code / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_dir():
+            raise SubmissionError(f"{rel} is not a regular file")
+        shutil.copyfile(REPO / rel, target)
 
 
 def _write_inputs(inputs: Path, cases: list[GradedCase], fixtures: dict[str, Fixture]) -> None:
@@ -288,6 +326,7 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
             verdicts = {c.name: (False, f"your submission could not be read: {type(e).__name__}") for c in cases}
         else:
             report.review = _review(root / "code" / "cs336_basics", report)
+            report.violations = _violations(root / "code" / "cs336_basics", report)
             verdicts = _run(root, base / "private", cases, fixtures, config, report, budget_end)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -304,6 +343,22 @@ def _review(package: Path, report: GradeReport) -> list[Finding]:
     except Exception:  # noqa: BLE001 - a checker bug must not stop the grading
         report.notes.append("static check failed:\n" + traceback.format_exc(limit=-3))
         return []
+
+
+def _violations(package: Path, report: GradeReport) -> tuple:
+    """source_rule's violations in the submission's package (the grader's copy), judged against
+    the handout this grader builds (never the submission's manifest). A checker failure fails
+    every case: no grade is published on a rule that did not run."""
+    try:
+        return tuple(source_rule.check_package(package, _given()))
+    except Exception:  # noqa: BLE001
+        report.notes.append("source rule failed:\n" + traceback.format_exc(limit=-3))
+        return (source_rule.Violation("cs336_basics", 0, "the source rule could not check it", "", None),)
+
+
+@functools.cache
+def _given() -> source_rule.Given:
+    return source_rule.given_by(REPO / "cs336_basics")
 
 
 def _run(
@@ -392,7 +447,9 @@ def _judge_pass(
             verdicts[c.name] = (True, runs[c.component].message)
             report.grader_problems.append(c.name)
         elif time.thread_time() < deadline:
-            verdicts[c.name] = _judge_safely(c, fixtures[c.name], runs[c.component], uid, config.limits.memory_mb, code)
+            verdicts[c.name] = _judge_safely(
+                c, fixtures[c.name], runs[c.component], uid, config.limits.memory_mb, code, report.violations
+            )
         else:
             verdicts[c.name] = (
                 False,

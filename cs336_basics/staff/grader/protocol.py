@@ -9,8 +9,9 @@ IMPORT_FAILED (the error text in IMPORT_ERROR_FILE) instead of READY. SANDBOX_NO
 the worker's notes on its sandbox, written as root before the user switch (staff only).
 
 Per case, output_file(case): a safetensors file with at most one tensor, OUTPUT, and string
-metadata: CALLS (a JSON list of the torch functions and operators recorded) and OPERATORS (how
-many operators ran), or ERROR (an error text; TAMPERED = YES when the submission changed the
+metadata: CALLS (a JSON list of the torch functions and operators recorded), OPERATORS (how
+many operators ran) and ENTERED (a JSON list of [path, first line] of each def of the package
+that ran: source_rule.costs), or ERROR (an error text; TAMPERED = YES when the submission changed the
 adapters or the call recorder). An error text (ERROR, IMPORT_ERROR_FILE) is at most ERROR_CHARS
 characters, host paths included (the grader hides them: sanitize.hide_paths). Its inputs, input_file(case), are the adapter's keyword
 arguments (torch.save, read with weights_only).
@@ -28,6 +29,7 @@ SANDBOX_NOTES_FILE = "sandbox-notes"
 OUTPUT = "output"
 CALLS = "calls"
 OPERATORS = "operators"
+ENTERED = "entered"
 ERROR = "error"
 TAMPERED = "tampered"
 YES = "1"

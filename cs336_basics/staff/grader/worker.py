@@ -40,6 +40,7 @@ from cs336_basics.staff.grader.sanitize import clean
 
 MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thousand elements
 MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
+MAX_ENTERED = 5000  # defs of the package recorded as run per case (source_rule.costs)
 MAX_LIBRARY_CALLS = 20  # forbidden library calls kept per case (call_rule.RECORD_CHARS each at most)
 
 
@@ -311,7 +312,12 @@ def _outcome(torch, guard, component, adapter, out, recorded, changed, recorder,
     others = [c for c in recorded - set(banned) if guard.call_rule.callee_of(c) is None]
     calls = banned + sorted(others)[:MAX_CALLS]
     operators = recorder.operators + ranks.operators
-    meta = {protocol.CALLS: json.dumps(calls), protocol.OPERATORS: str(operators)}
+    entered = sorted(recorder.entered)[:MAX_ENTERED]
+    meta = {
+        protocol.CALLS: json.dumps(calls),
+        protocol.OPERATORS: str(operators),
+        protocol.ENTERED: json.dumps(entered),
+    }
     if changed:
         meta[protocol.ERROR] = (
             f"{adapter} changed its input {', '.join(changed)} in place: kernels and "
