@@ -12,18 +12,21 @@ component is to compute, and calling it fails the case. RULE below is that rule 
 
 The check is at the call: a profile hook (sys.setprofile, per thread, only while a component
 runs) sees each Python function entered and each C function called. A call is judged when its
-caller is the student's code (skipping FORWARDERS, decorator wrappers that only pass a call on)
+caller, or any frame behind it (through library and standard-library frames), is the student's code
 and its callee is not allowed by RULE; each such call is recorded as "<callee> at <file>:<line>:
 <source line>", the student's line that made it. Which component may make it is decided later,
 by builtin_guard.forbidden_calls, with `allowed_in`. C methods are judged by their object's type.
 Code the garbage collector runs is not a call the student made: a collection can start at any
 allocation of the student's code, and the finalizers it runs (a library's abandoned generator
 closed, a `__del__`) enter with the student's frame as their caller. While a collection runs,
-those outermost finalizer frames are skipped; what they call is judged as always. The collection
-callback checks that a real collection ran (gc's own count), so calling it by hand is recorded.
-Not seen: functions compiled by Cython (numpy.random's), which make no profile event on
-Python 3.11, and code the student builds at run time with globals of its own (exec); the static
-check (staff/grader/static_check.py) names both for staff review.
+those outermost finalizer frames are skipped, and the search for the student's frame stops at
+them; what the student's own code calls is judged as always. The collection callback checks
+that a real collection ran (gc's own count), so calling it by hand is recorded. A frame is the
+student's by its file in the package, or by the module namespace it runs in (a code object can
+claim any file, globals any __name__; the module objects cannot be forged). Not seen: functions
+compiled by Cython (numpy.random's), which make no profile event on Python 3.11, and C
+functions called from C (map, functools.reduce); the source rule (source_rule.py) keeps such
+names out of the student's code, and the operators they run are judged below (elementary_ops).
 """
 
 import functools
@@ -85,20 +88,7 @@ ALLOWED_IN = MappingProxyType(
     }
 )
 
-# Library frames that only pass a call on (decorators, Module.__call__): a forbidden callee behind
-# them is judged as called by whoever called them (`super().step()` of a torch optimizer).
-FORWARDERS = (
-    "torch.utils._contextlib.",
-    "torch.optim.optimizer._use_grad_for_differentiable.<locals>.",
-    "torch.optim.optimizer.Optimizer.profile_hook_step.<locals>.",
-    "torch._compile._disable_dynamo.<locals>.",
-    "torch._dynamo.eval_frame.",
-    "torch.nn.modules.module.Module._wrapped_call_impl",
-    "torch.nn.modules.module.Module._call_impl",
-    "jaxtyping._decorator.",
-    "functools.",
-)
-
+IMPORT_SYSTEM = "<frozen importlib."  # importlib._bootstrap's frames: what they run is an import
 SOURCE_CHARS = 120
 RECORD_CHARS = 400  # a record at most: the grader's output header holds a few dozen
 
@@ -182,8 +172,18 @@ def _search_roots() -> tuple[str, ...]:
     return tuple(sorted(roots, key=len, reverse=True))
 
 
+def _library_roots() -> tuple[str, ...]:
+    """The directories installed libraries and the standard library live in (real paths)."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = {os.path.realpath(paths[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    found |= {os.path.realpath(p) + os.sep for p in sys.path if p and os.path.basename(p) == "site-packages"}
+    return tuple(sorted(found))
+
+
 # what a code object is, as a caller (LibraryCallTracer._kind)
-_LIBRARY, _STUDENT, _FORWARDER, _NO_FILE = 0, 1, 2, 3
+_LIBRARY, _STUDENT, _NO_FILE = 0, 1, 3
 
 
 class LibraryCallTracer:
@@ -199,8 +199,10 @@ class LibraryCallTracer:
         self.package = os.path.basename(self.root.rstrip(os.sep))
         self.exclude = frozenset({os.path.realpath(__file__), *map(os.path.realpath, exclude)})
         self._roots = _search_roots()
+        self._libraries = _library_roots()
         self._files: dict = {}  # filename -> (real path or None, the student's?)
-        self._kinds: dict = {}  # code object -> _LIBRARY, _STUDENT, _FORWARDER or _NO_FILE
+        self._kinds: dict = {}  # code object -> _LIBRARY, _STUDENT or _NO_FILE
+        self._package_globals: frozenset[int] = frozenset()  # ids of the package's modules' namespaces
         self._wheres: dict = {}  # (code object, line) -> "file:line: source"
         self._forbidden_codes: dict = {}  # code object -> the forbidden callee's name
         self._modules: dict = {}  # filename -> the dotted module it is
@@ -211,6 +213,12 @@ class LibraryCallTracer:
         self.hook: Callable = self._make_hook()
 
     def __enter__(self) -> "LibraryCallTracer":
+        self._package_globals = frozenset(
+            id(module.__dict__)
+            for name, module in list(sys.modules.items())
+            if (name == self.package or name.startswith(self.package + "."))
+            and self._file(str(getattr(module, "__file__", None) or "?"))[0] not in self.exclude
+        )
         self._previous = sys.getprofile()
         gc.callbacks.append(self._on_collection)
         sys.setprofile(self.hook)
@@ -265,24 +273,24 @@ class LibraryCallTracer:
         real, mine = self._file(code.co_filename)
         if mine:
             kind = _STUDENT
+        elif id(frame.f_globals) in self._package_globals:
+            kind = _STUDENT  # a code object whose file is forged, running in one of the package's modules
         elif real is None:
             kind = _NO_FILE
-        elif f"{self._module(frame)}.{code.co_qualname}".startswith(FORWARDERS):
-            kind = _FORWARDER
         else:
             kind = _LIBRARY
         self._kinds[code] = kind
         return kind
 
     def _is_students(self, frame) -> bool:
-        """The student's code: a file of the package, or code built at run time in its modules."""
+        """The student's code: a file of the package, or code running in one of its modules'
+        namespaces (the module object itself, not the __name__ or file its globals or code claim)."""
         code = frame.f_code
         kind = self._kinds.get(code)
         if kind is None:
             kind = self._kind(frame)
         if kind == _NO_FILE:
-            name = frame.f_globals.get("__name__")
-            return isinstance(name, str) and (name == self.package or name.startswith(self.package + "."))
+            return id(frame.f_globals) in self._package_globals
         return kind == _STUDENT
 
     def _relative(self, filename: str) -> str:
@@ -301,23 +309,34 @@ class LibraryCallTracer:
             found = self._wheres[key] = f"{shown}:{line}: {source}" if source else f"{shown}:{line}"
         return found
 
-    def _caller(self, frame):
-        """The frame that made the call `frame` runs, skipping FORWARDERS."""
-        caller = frame.f_back
-        while caller is not None:
-            kind = self._kinds.get(caller.f_code)
-            if (self._kind(caller) if kind is None else kind) != _FORWARDER:
-                break
-            caller = caller.f_back
-        return caller
+    def _student_behind(self, frame):
+        """The nearest of the student's frames from `frame` outwards, through library and standard
+        library frames (a helper that calls what it is handed, torch code that calls a function it
+        was given, a frame whose code claims another file), or None: whose call this is."""
+        while frame is not None:
+            if self._is_students(frame):
+                return frame
+            real, _ = self._file(frame.f_code.co_filename)
+            if real is not None and not real.startswith(self._libraries):
+                return None  # the harness, the tests or the recorder: not a library a call passes through
+            if self._interrupted is not None and frame.f_back is self._interrupted:
+                return None  # a library's finalizer the garbage collector runs: not the interrupted code's call
+            if frame.f_code in self._forbidden_codes:
+                return None  # inside a forbidden call, recorded where it was made
+            if frame.f_code.co_filename.startswith(IMPORT_SYSTEM):
+                return None  # a module being imported (a library's lazy import): no call of the student's
+            frame = frame.f_back
+        return None
 
     def _callee(self, frame) -> str | None:
-        """The name of the function `frame` runs if RULE forbids it, else None."""
+        """The name of the function `frame` runs if RULE forbids it, else None. Code built at run
+        time (exec, a wrapper a library makes) is no library: what it calls is judged as called by
+        the frames behind it."""
         code = frame.f_code
         try:
             real, _ = self._file(code.co_filename)
-            if self._is_students(frame) or real in self.exclude:
-                found = None  # the package's own code, or the recorder's
+            if self._is_students(frame) or real in self.exclude or real is None:
+                found = None  # the package's own code, the recorder's, or code built at run time (whoever built it)
             else:
                 name = _function_name(frame, self._module(frame))
                 found = None if verdict(name) else name
@@ -345,7 +364,7 @@ class LibraryCallTracer:
 
     def _judge_c_call(self, frame, fn, owner) -> None:
         callee = self._c_callee(fn, owner)
-        if callee is not None and self._is_students(frame):
+        if callee is not None and self._is_students(frame):  # C: the caller only (stdio's flush under fork)
             self.calls.add(f"{callee[:200]} at {self._where(frame)}"[:RECORD_CHARS])
 
     def _judge_call(self, frame) -> None:
@@ -354,16 +373,16 @@ class LibraryCallTracer:
         callee = self._forbidden_codes.get(code) or self._callee(frame)
         if callee is None:
             self._allowed_codes.add(code)
-            if self._kinds.get(code) == _STUDENT:  # a def of the package entered: source_rule.costs
+            if self._kinds.get(code) == _STUDENT and self._file(code.co_filename)[1]:  # source_rule.costs
                 self.entered.add((self._relative(code.co_filename), code.co_firstlineno))
             return
         if "<locals>" not in code.co_qualname:  # a decorator's wrapper names what it wraps: each time
             self._forbidden_codes[code] = callee
         if self._interrupted is not None and frame.f_back is self._interrupted:
             return  # a finalizer the garbage collector runs, not a call of the interrupted code
-        caller = self._caller(frame)
-        if caller is not None and self._is_students(caller):
-            self.calls.add(f"{callee[:200]} at {self._where(caller)}"[:RECORD_CHARS])
+        student = self._student_behind(frame.f_back)
+        if student is not None:
+            self.calls.add(f"{callee[:200]} at {self._where(student)}"[:RECORD_CHARS])
 
     def _make_hook(self) -> Callable:
         """The profile function. Its fast path (one set lookup) passes every call whose callee is

@@ -28,9 +28,9 @@ KINDS = ("overlay", "append")  # the order they are applied in
 PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 
 
-def readme_field(name: str, key: str) -> str | None:
+def readme_field(name: str, key: str, samples: Path = SAMPLES_DIR) -> str | None:
     """The value of the sample README's line `key: value`, or None."""
-    found = re.search(rf"^{key}: *(.+)$", (SAMPLES_DIR / name / "README.md").read_text(), re.M)
+    found = re.search(rf"^{key}: *(.+)$", (samples / name / "README.md").read_text(), re.M)
     return found.group(1).strip() if found else None
 
 
@@ -53,11 +53,11 @@ class SampleFile:
         return PLACEHOLDER.sub(lambda m: repr(values[m.group(1)]), raw)
 
 
-def sample_files(name: str) -> list[SampleFile]:
+def sample_files(name: str, samples: Path = SAMPLES_DIR) -> list[SampleFile]:
     """The sample's overlay files, then its append files, each sorted by target path."""
     files = []
     for kind in KINDS:
-        base = SAMPLES_DIR / name / kind
+        base = samples / name / kind
         sources = sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
         files += [SampleFile(kind, src.relative_to(base), src) for src in sources]
     return files
@@ -71,9 +71,9 @@ def apply(sample: SampleFile, root: Path, values: dict | None = None) -> None:
     target.write_text(before + ("\n\n" if before else "") + sample.text(values))
 
 
-def base_of(name: str, reference: Path, handout: Path | None) -> Path:
+def base_of(name: str, reference: Path, handout: Path | None, samples: Path = SAMPLES_DIR) -> Path:
     """The folder sample `name` is applied to: its README's `base:` (reference by default)."""
-    base = readme_field(name, "base") or "reference"
+    base = readme_field(name, "base", samples) or "reference"
     if base not in ("reference", "handout"):
         raise ValueError(f"{name}/README.md: base must be 'reference' or 'handout', got {base!r}")
     if base == "handout" and handout is None:
@@ -81,9 +81,17 @@ def base_of(name: str, reference: Path, handout: Path | None) -> Path:
     return reference if base == "reference" else handout
 
 
-def build(name: str, reference: Path, out: Path, values: dict | None = None, handout: Path | None = None) -> Path:
-    """The base (reference, or handout for `base: handout`) with sample `name` applied, at out/name."""
-    root = shutil.copytree(base_of(name, reference, handout), out / name)
-    for sample in sample_files(name):
+def build(
+    name: str,
+    reference: Path,
+    out: Path,
+    values: dict | None = None,
+    handout: Path | None = None,
+    samples: Path = SAMPLES_DIR,
+) -> Path:
+    """The base (reference, or handout for `base: handout`) with sample `name` of the folder
+    `samples` applied, at out/name."""
+    root = shutil.copytree(base_of(name, reference, handout, samples), out / name)
+    for sample in sample_files(name, samples):
         apply(sample, root, values)
     return root

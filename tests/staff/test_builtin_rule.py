@@ -70,7 +70,9 @@ def test_is_complex_and_foreach_operators_cost_an_honest_adamw_nothing():
 
     honest = {"torch.is_complex", "torch._foreach_lerp_", "aten._foreach_lerp_", "aten._foreach_sqrt", "aten.lerp_"}
     assert forbidden_calls("adamw", honest) == []
-    assert forbidden_calls("gradient_clipping", {"torch._foreach_norm", "aten._foreach_norm", "aten._foreach_mul_"}) == []
+    assert (
+        forbidden_calls("gradient_clipping", {"torch._foreach_norm", "aten._foreach_norm", "aten._foreach_mul_"}) == []
+    )
 
 
 def test_fused_adamw_kernel_is_not_elementary():

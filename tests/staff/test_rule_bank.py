@@ -1,0 +1,122 @@
+"""Staff only: the rule on samples no list predicted, graded and tested at home alike.
+
+Two banks, written from the handout alone by people who never read the rule's code or its lists
+(tests/staff/_hostile.py's layout; each README's `component:` names what it touches):
+  - tests/staff/routes/: routes around the rule (library code doing a component's work, reached
+    through helpers, forged identities, switched-off recorders, names built at run time, kernels
+    no list names). Each scores 0 for every component it touches, and those components' public
+    snapshot tests fail.
+  - tests/staff/honest/: honest solutions in unusual styles. Each keeps full marks, and its
+    components' public snapshot tests pass.
+So no public test passes where the grade gives a component 0, for any sample.
+
+    uv run python -m tests.staff.test_rule_bank [BANK/SAMPLE ...]   # grade and print each outcome
+"""
+
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from cs336_basics.staff.grader import preflight, runner
+from tests.staff._hostile import build, readme_field
+from tests.staff.test_hostile import CONFIG, build_reference, grade_one
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+BANKS = {"routes": HERE / "routes", "honest": HERE / "honest"}
+SAMPLES = [
+    f"{bank}/{p.name}"
+    for bank, folder in BANKS.items()
+    if folder.is_dir()
+    for p in sorted(folder.iterdir())
+    if (p / "README.md").is_file()
+]
+
+
+@dataclass
+class Outcome:
+    scores: dict[str, float]  # component -> points the grade gave
+    failed_publicly: set[str]  # components with a failing public snapshot test
+    messages: str  # the grade's messages and the public run's output, for a failure's report
+
+
+def components(sample: str) -> list[str]:
+    bank, name = sample.split("/")
+    return readme_field(name, "component", BANKS[bank]).split()
+
+
+def public_failures(path: Path, comps: list[str]) -> tuple[set[str], str]:
+    """The components whose public snapshot tests fail on the package at path, and the output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "matches_fixture"]
+        + [f"tests/test_{c}.py" if c != "parallel" else "tests/test_parallel_adapters.py" for c in comps],
+        cwd=path,
+        env=dict(os.environ, PYTHONPATH=str(path)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    failed = set(re.findall(r"^(?:FAILED|ERROR) tests/test_(\w+?)(?:_adapters)?\.py", done.stdout, re.M))
+    return failed, done.stdout[-4000:]
+
+
+def outcome(sample: str, reference: Path, tmp: Path) -> Outcome:
+    bank, name = sample.split("/")
+    comps = components(sample)
+    path = build(name, reference, tmp / bank, samples=BANKS[bank])
+    report = grade_one(path, *comps)
+    failed, output = public_failures(path, comps)
+    messages = "\n".join(r.output for r in report.results if not r.case.hidden)
+    return Outcome(report.component_scores(), failed, f"{messages}\n--- public tests ---\n{output}")
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, Outcome]:
+    if sys.platform != "linux" or preflight.missing():
+        pytest.skip(f"the banks are graded in the full sandbox only: missing {preflight.missing()}")
+    runner.start_forkserver()
+    tmp = tmp_path_factory.mktemp("bank")
+    for bank in BANKS:
+        (tmp / bank).mkdir()
+    reference = build_reference(tmp)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {s: pool.submit(outcome, s, reference, tmp) for s in SAMPLES}
+        return {s: f.result() for s, f in futures.items()}
+
+
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.startswith("routes/")])
+def test_route_scores_0_and_fails_its_public_tests(outcomes, sample):
+    got = outcomes[sample]
+    for component in components(sample):
+        assert got.scores[component] == 0, f"{sample}: {component} scored {got.scores[component]}\n{got.messages}"
+        assert component in got.failed_publicly, f"{sample}: {component}'s public tests passed\n{got.messages}"
+
+
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.startswith("honest/")])
+def test_honest_style_keeps_full_marks_and_passes_its_public_tests(outcomes, sample):
+    got = outcomes[sample]
+    for component in components(sample):
+        assert got.scores[component] == CONFIG.points[component], f"{sample}: {component}\n{got.messages}"
+    assert not got.failed_publicly, f"{sample}: public tests failed for {got.failed_publicly}\n{got.messages}"
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    runner.start_forkserver()
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch)
+        for bank in BANKS:
+            (tmp / bank).mkdir()
+        ref = build_reference(tmp)
+        for s in sys.argv[1:] or SAMPLES:
+            o = outcome(s, ref, tmp)
+            scores = " ".join(f"{c}={o.scores[c]:g}/{CONFIG.points[c]}" for c in components(s))
+            print(f"{s}: grade {scores}; public failures: {sorted(o.failed_publicly) or 'none'}", flush=True)
