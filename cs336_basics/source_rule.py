@@ -36,8 +36,15 @@ STDLIB = frozenset(
 )
 ALLOWED_MODULES = STDLIB | frozenset(
     "torch torch.nn torch.nn.functional torch.nn.init torch.optim torch.distributed torch.autograd "
-    "torch.special torch.linalg numpy numpy.typing einops jaxtyping regex tqdm tqdm.auto typing_extensions".split()
+    "torch.special torch.linalg numpy numpy.typing einops jaxtyping regex tqdm tqdm.auto typing_extensions "
+    "multiprocessing concurrent.futures".split()
 )
+# Modules of which only these names may be named: a process pool (serial_pools.py runs it in the
+# calling process while a component is graded or tested), never a process or thread of its own.
+ONLY_NAMES = {
+    "multiprocessing": ("Pool", "cpu_count"),
+    "concurrent.futures": ("ProcessPoolExecutor", "as_completed"),
+}
 # Names a module's list forbids although the module is allowed (the rest of its public names are allowed).
 FORBIDDEN_NAMES = {
     "numpy": ("random", "ctypeslib", "testing", "f2py", "distutils", "lib", "core", "load", "save"),
@@ -97,7 +104,8 @@ def _torch_allowed(rest: str) -> bool:
         if rest.startswith(space) and "." not in rest[len(space) :]:
             op = rest[len(space) :]
             op = OP_ALIASES.get(op, op)
-            return elementary_ops.elementary("aten." + op) and (not op.startswith("_") or op.startswith("_foreach_"))
+            aten = f"aten.linalg_{op}" if space == "linalg." else f"aten.{op}"
+            return elementary_ops.elementary(aten) and (not op.startswith("_") or op.startswith("_foreach_"))
     return False
 
 
@@ -114,6 +122,8 @@ def allowed_path(path: str) -> bool:
     rest = path[len(top) + 1 :].split(".") if path != top else []
     if any(p.startswith("_") and p not in DUNDERS for p in rest):
         return False
+    if top in ONLY_NAMES:
+        return bool(rest) and rest[0] in ONLY_NAMES[top]
     return not (rest and rest[0] in FORBIDDEN_NAMES.get(top, ()))
 
 
@@ -186,7 +196,7 @@ class _Visitor(ast.NodeVisitor):
                 self._add(node, f"imports * from {module}: name what you use")
             elif module not in ALLOWED_MODULES and path not in ALLOWED_MODULES:
                 self._add(node, f"imports from {module}: not a module the rule allows ({_modules_hint()})")
-            elif not _is_module(path) and not allowed_path(path):
+            elif not (path in ALLOWED_MODULES if _is_module(path) else allowed_path(path)):
                 self._add(node, f"names {path}: {_path_hint(path)}")
 
     def _chain(self, node: ast.AST) -> tuple[str, list[str]] | None:

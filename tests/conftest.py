@@ -13,6 +13,7 @@ import torch
 from cs336_basics import COMPONENTS, source_rule
 from cs336_basics.builtin_guard import BANNED, assert_no_builtins
 from cs336_basics.fixture_io import FIXTURES_DIR, load_fixture
+from cs336_basics.serial_pools import serial_pools
 from cs336_basics.testing import compare, hints, likely_mistakes
 
 from ._helpers import PACKAGE_DIR, raised, your_frame
@@ -109,13 +110,14 @@ def pytest_runtest_call(item):
     """A snapshot test (`test_<component>_matches_fixture`) fails if the component ran an operator
     that is not elementary, called the PyTorch built-in that computes it or library code its rule
     does not allow (cs336_basics/builtin_guard.py, elementary_ops.py, call_rule.py), or ran code
-    whose source breaks the source rule (source_rule.py): the grader's rule, heard first here,
+    whose source breaks the source rule (source_rule.py): the grader's rule, heard first here
+    (process pools running in this process, serial_pools.py, as in the grader),
     as a failure of that test (a fixture would report it as an error at teardown)."""
     name = getattr(item, "originalname", item.name)
     component = name.removeprefix("test_").removesuffix("_matches_fixture")
     if component not in BANNED or not name.endswith("_matches_fixture"):
         return (yield)
-    with assert_no_builtins(component, dispatch=False, harness=HARNESS) as recorder:
+    with serial_pools(), assert_no_builtins(component, dispatch=False, harness=HARNESS) as recorder:
         result = yield
     costly = [v for v in source_violations() if source_rule.costs(v, recorder.entered)]
     if costly:

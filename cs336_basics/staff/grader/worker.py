@@ -34,6 +34,7 @@ from safetensors.torch import save_file  # bound now: the submission may patch t
 
 from cs336_basics import builtin_guard as _guard  # the grader's copy: bound before the submission's package exists
 from cs336_basics.nn.parallel import launch as _launch  # the grader's launcher, likewise
+from cs336_basics.serial_pools import serial_pools as _serial_pools  # process pools in process, likewise
 from cs336_basics.staff.grader import environment, protocol, seccomp
 from cs336_basics.staff.grader.sandbox import SandboxSpec, enter
 from cs336_basics.staff.grader.sanitize import clean
@@ -289,7 +290,7 @@ def _recorded_call(job: WorkerJob, torch, guard, adapter_fn, kwargs: dict):
     recorder = guard.CallRecorder(package_dir=package_dir)
     rank_setup = _rank_sandbox if job.spec.isolate else None
     rank_recorder = functools.partial(guard.CallRecorder, package_dir=package_dir)
-    with _launch.recording_ranks(rank_recorder, rank_setup) as ranks, recorder:
+    with _launch.recording_ranks(rank_recorder, rank_setup) as ranks, _serial_pools(), recorder:
         out = adapter_fn(**kwargs)
         # a plain tensor's values, computed here, while recording: a subclass could
         # compute them when touched later, unseen
