@@ -8,6 +8,7 @@ fixtures.py      fixtures read in the grader's process, and the flag that it has
 submission.py    find and copy the submission's package; safe zip extraction
 fresh.py         public cases drawn anew, with a seed the student never sees
 static_check.py  the lines of a submission's source flagged for staff review
+vendored.py      functions of a submission copied from a library's source, for staff review
 preflight.py     the isolation level this machine allows, probed before grading
 environment.py   whether a worker's user can read and import the grader's Python
 sandbox.py       what a worker may do: namespaces, a private root, limits, its own user
