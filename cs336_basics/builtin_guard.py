@@ -42,8 +42,8 @@ from cs336_basics import call_rule, elementary_ops
 MAX_LIBRARY_CALLS_SHOWN = 5
 LIBRARY_RULE = (
     "While a component runs, your code may call elementary tensor operations, Python's built-ins and "
-    "standard library, NumPy (not numpy.random), einops, regex and your own package; from torch.nn only "
-    "Module, Parameter, the containers and torch.nn.init, from torch.optim only the Optimizer base class; "
+    "standard library, NumPy (not numpy.random), einops, regex, tqdm and your own package; from torch.nn only "
+    "Module, Parameter, the containers, Identity, Dropout and torch.nn.init, from torch.optim only the Optimizer base class; "
     "nothing else (torch.nn's layers and losses, torch.nn.utils, torch.optim's optimizers and schedulers, "
     "torch.utils.data, other packages such as tokenizers or tiktoken). See README.md, 'The one rule'."
 )

@@ -55,6 +55,7 @@ RULE = MappingProxyType(
         "torch.nn.modules.module": ALLOWED,
         "torch.nn.modules.container": ALLOWED,
         "torch.nn.modules.linear.Identity": ALLOWED,  # computes nothing: a removed layer's stand-in
+        "torch.nn.modules.dropout": ALLOWED,  # a random mask no component computes (nn.Dropout(0.0) is inert)
         "torch.nn.init": ALLOWED,
         "torch.nn.functional": ALLOWED,  # elementary forms; the banned ones: BANNED, per component
         "torch.optim": FORBIDDEN,  # optimizers, their functional forms, lr_scheduler
@@ -73,6 +74,7 @@ RULE = MappingProxyType(
         "?": ALLOWED,  # code built at run time outside any module (beartype's wrappers); exec: static_check
         "typing_extensions": ALLOWED,
         "regex": ALLOWED,  # GPT-2's pre-tokenizer pattern (train_bpe, tokenizer)
+        "tqdm": ALLOWED,  # progress bars
         "_regex": ALLOWED,  # its compiled patterns and matches
         "torch.distributed": FORBIDDEN,  # collectives: parallel's (ALLOWED_IN)
         "torch.distributed.checkpoint": FORBIDDEN,  # state dicts of a model and its optimizer

@@ -16,13 +16,14 @@ and reports each line that
     torch.overrides / torch.utils._python_dispatch / the profiler, __torch_dispatch__ and
     __torch_function__ (tensor subclasses, modes), ctypes, threads and processes (threading,
     _thread, multiprocessing, concurrent, subprocess, os.fork and friends), and code built at
-    run time (exec, eval, compile, __import__, importlib, sys.modules, gc, inspect).
+    run time (exec, eval, compile, __import__, importlib, sys.modules, gc, inspect);
+  - starts a def that copies a library's own function, renamed or reformatted (grader/vendored.py).
 Lines the handout gives students (everything outside the solution regions, e.g. the
 tensor-parallel launcher that forks ranks) are not reported while they are unchanged: a finding
 whose line, stripped, is one of the findings of the same file in the handout is the handout's.
 So the reference, restored into the handout, has no finding (tests/staff/test_hostile.py).
 
-A finding is not a verdict: it costs no points (the recorder decides scores); grade.py puts the
+A finding is not a verdict: it costs no points (the recorder and source_rule.py decide scores); grade.py puts the
 findings in the staff console and results.json's `extra_data` and a hidden test, never in a
 student-visible output.
 """
@@ -373,4 +374,16 @@ def check_package(package_dir: Path) -> list[Finding]:
             continue
         given = _given(rel)
         out += [f for f in findings_of(source, rel, package_dir.name) if f.code not in given]
-    return out[:MAX_FINDINGS]
+    return (out + _vendored(package_dir))[:MAX_FINDINGS]
+
+
+def _vendored(package_dir: Path) -> list[Finding]:
+    """The package's functions that copy a library's (vendored.py), as findings for review."""
+    from cs336_basics.staff.grader.vendored import handout_text, vendored_findings
+
+    out = []
+    for v in vendored_findings(package_dir, handout_text):
+        lines = (package_dir.parent / v.path).read_text(encoding="utf-8", errors="replace").splitlines()
+        code = lines[v.line - 1].strip()[:MAX_CODE_CHARS] if 0 < v.line <= len(lines) else ""
+        out.append(Finding(v.path, v.line, f"copies {v.library_function} ({v.shared:.0%} of its fingerprints)", code))
+    return out
