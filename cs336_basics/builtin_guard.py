@@ -97,7 +97,6 @@ _MHA = frozenset(
         "aten._native_multi_head_attention",
     }
 )
-_ROPE = _every_alias("polar", "view_as_complex")
 # The loss from exp, log, sum, max and indexing: none of the built-in losses, log-softmax or logsumexp.
 _CROSS_ENTROPY = _SOFTMAX | _every_alias(
     "cross_entropy",
@@ -127,12 +126,11 @@ BANNED = MappingProxyType(
         "ffn_block": _ANYWHERE | _LINEAR | _SILU | _GELU | _GLU | _RMSNORM | _LAYERNORM,
         # attention is softmax(Q K^T / sqrt(d_k)) V from matmuls and this package's softmax
         "attention": _ANYWHERE | _SOFTMAX,
-        # RoPE as real arithmetic on adjacent pairs; the complex form is the oracle (Meta's llama)
-        "rope": _ANYWHERE | _ROPE,
-        "mha": _ANYWHERE | _MHA | _LINEAR | _SOFTMAX | _ROPE,
-        "block": _DECODER | _ROPE,
-        "lm": _DECODER | _ROPE,
-        "generate": _DECODER | _ROPE,
+        "rope": _ANYWHERE,  # complex arithmetic (view_as_complex, polar) is elementary, as Meta's llama writes it
+        "mha": _ANYWHERE | _MHA | _LINEAR | _SOFTMAX,
+        "block": _DECODER,
+        "lm": _DECODER,
+        "generate": _DECODER,
         "cross_entropy": _ANYWHERE | _CROSS_ENTROPY,
         "adamw": _ANYWHERE | _ADAMW,
         "lr_schedule": _ANYWHERE,  # Python arithmetic: no built-in computes it

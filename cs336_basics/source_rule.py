@@ -320,12 +320,15 @@ def _builtin_hint(name: str) -> str:
 NAMES_ONLY = "names "
 
 
-def check_source(source: str, rel: str, own: frozenset[str] = frozenset()) -> list[Violation]:
-    """The violations of one file's text (rel: its path, for the message)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError) as e:
-        return [Violation(rel, getattr(e, "lineno", 0) or 0, "does not parse", "", None)]
+def check_source(
+    source: str, rel: str, own: frozenset[str] = frozenset(), tree: ast.AST | None = None
+) -> list[Violation]:
+    """The violations of one file's text (rel: its path, for the message; tree: its parse, if done)."""
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError) as e:
+            return [Violation(rel, getattr(e, "lineno", 0) or 0, "does not parse", "", None)]
     visitor = _Visitor(own)
     visitor.visit(tree)
     lines = source.splitlines()
@@ -405,25 +408,30 @@ def check_package(package_dir: Path, given: Given | None = None) -> list[Violati
         text = path.read_text(encoding="utf-8", errors="replace")
         if given.files.get(rel) != _digest(text):
             texts[rel] = text
-    trees = []
-    for text in texts.values():
+    trees = {}
+    for rel, text in texts.items():
         try:
-            trees.append(ast.parse(text))
+            trees[rel] = ast.parse(text)
         except (SyntaxError, ValueError):
-            pass
-    own = defined_names(trees)
+            trees[rel] = None
+    own = defined_names([t for t in trees.values() if t is not None])
     return [
         v
         for rel, text in texts.items()
-        for v in check_source(text, rel, own)
+        for v in check_source(text, rel, own, trees[rel])
         if v.code not in set(given.lines.get(rel, ()))
     ]
+
+
+def costs_every_component(violation: Violation) -> bool:
+    """A violation outside any def, or one that could hide what ran: it costs every component."""
+    return violation.unit is None or not violation.what.startswith(NAMES_ONLY)
 
 
 def costs(violation: Violation, entered: set[tuple[str, int]]) -> bool:
     """Whether `violation` costs a component that entered the code objects `entered`
     ((path, first line) of each def of the package it ran)."""
-    if violation.unit is None or not violation.what.startswith(NAMES_ONLY):
+    if costs_every_component(violation):
         return bool(entered)
     first, last = violation.unit
     return any(path == violation.path and first <= line <= last for path, line in entered)

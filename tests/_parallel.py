@@ -42,14 +42,16 @@ KINDS = {
     "row_full_input": (D_FF, D_MODEL),
     "ffn": (D_MODEL, D_FF),
 }
-COLLECTIVES = (
-    "all_reduce",
-    "all_gather",
-    "all_gather_into_tensor",
-    "reduce_scatter_tensor",
-    "broadcast",
-    "all_to_all_single",
-)
+# torch.distributed's collectives -> the collective each performs (a gather into a list or into
+# one tensor is the same all-gather: either is a correct way to write Megatron's g)
+COLLECTIVES = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "broadcast": "broadcast",
+    "all_to_all_single": "all_to_all",
+}
 
 
 def _rand(*shape, seed):
@@ -103,12 +105,13 @@ def _slice(t, rank, world_size):
 
 @contextmanager
 def counting_collectives():
-    """Count every call of the torch.distributed collectives in COLLECTIVES while inside."""
+    """Count every call of the torch.distributed collectives in COLLECTIVES while inside, by the
+    collective it performs."""
     counts, originals = Counter(), {name: getattr(dist, name) for name in COLLECTIVES}
 
     def counted(name):
         def call(*args, **kwargs):
-            counts[name] += 1
+            counts[COLLECTIVES[name]] += 1
             return originals[name](*args, **kwargs)
 
         return call

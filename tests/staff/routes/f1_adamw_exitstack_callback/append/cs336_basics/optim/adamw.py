@@ -1,0 +1,39 @@
+import contextlib as _cl
+
+import torch.optim.adamw as _tadamw
+
+
+def _step(self, closure=None):
+    loss = None
+    if closure is not None:
+        with torch.enable_grad():
+            loss = closure()
+    with torch.no_grad():
+        for group in self.param_groups:
+            _check_hyperparameters(group["lr"], group["betas"], group["eps"], group["weight_decay"])
+            lr, (beta1, beta2), eps, weight_decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            ps, gs, ms, vs, steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("AdamW does not support sparse gradients")
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["m"] = torch.zeros_like(p)
+                    state["v"] = torch.zeros_like(p)
+                state["step"] += 1
+                ps.append(p); gs.append(p.grad); ms.append(state["m"]); vs.append(state["v"])
+                steps.append(torch.tensor(float(state["step"] - 1)))
+            if not ps:
+                continue
+            with _cl.ExitStack() as stack:
+                stack.callback(
+                    _tadamw.adamw, ps, gs, ms, vs, [], steps, foreach=False,
+                    amsgrad=False, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=False,
+                )
+    return loss
+
+
+AdamW.step = _step

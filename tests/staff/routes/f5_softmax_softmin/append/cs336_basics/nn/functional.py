@@ -1,0 +1,7 @@
+def softmax(x, dim: int = -1):
+    _checks.softmax(x, dim)
+    x_c = _upcast(x)
+    dead = (x_c == float("-inf")).all(dim=dim, keepdim=True)
+    x_c = torch.where(dead, torch.zeros_like(x_c), x_c)
+    probs = torch.nn.functional.softmin(-x_c, dim=dim)
+    return _as(torch.where(dead, torch.zeros_like(probs), probs), x.dtype)
