@@ -339,7 +339,7 @@ def check_source(
     return list(out.values())
 
 
-def _digest(text: str) -> str:
+def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -379,7 +379,7 @@ def given_by(package_dir: Path) -> Given:
         text = path.read_text(encoding="utf-8", errors="replace")
         regions = _region_lines(text)
         if not regions:
-            files[rel] = _digest(text)
+            files[rel] = digest(text)
         else:
             lines[rel] = sorted({v.code for v in check_source(text, rel) if v.line not in regions})
     return Given(files, lines)
@@ -406,7 +406,7 @@ def check_package(package_dir: Path, given: Given | None = None) -> list[Violati
             continue
         rel = f"{package_dir.name}/{path.relative_to(package_dir).as_posix()}"
         text = path.read_text(encoding="utf-8", errors="replace")
-        if given.files.get(rel) != _digest(text):
+        if given.files.get(rel) != digest(text):
             texts[rel] = text
     trees = {}
     for rel, text in texts.items():

@@ -256,12 +256,12 @@ def _prepare(submission: Path, base: Path, cases: list[GradedCase], fixtures: di
 def _restore_given(code: Path) -> None:
     """The files the handout gives whole are this grader's copies, whatever the submission holds:
     a student cannot change them, and a submission from an older handout runs today's."""
-    for rel in _given().files:
+    for rel, text in _given_texts().items():
         target = code / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink() or target.is_dir():
             raise SubmissionError(f"{rel} is not a regular file")
-        shutil.copyfile(REPO / rel, target)
+        target.write_text(text, encoding="utf-8")
 
 
 def _write_inputs(inputs: Path, cases: list[GradedCase], fixtures: dict[str, Fixture]) -> None:
@@ -356,9 +356,22 @@ def _violations(package: Path, report: GradeReport) -> tuple:
         return (source_rule.Violation("cs336_basics", 0, "the source rule could not check it", "", None),)
 
 
-@functools.cache
 def _given() -> source_rule.Given:
-    return source_rule.given_by(REPO / "cs336_basics")
+    return _handout()[0]
+
+
+def _given_texts() -> dict[str, str]:
+    return _handout()[1]
+
+
+@functools.cache
+def _handout() -> tuple[source_rule.Given, dict[str, str]]:
+    """What the handout gives, read once per process: the files it gives whole are restored from
+    these texts, whose digests the source rule compares (a reference edited meanwhile changes neither)."""
+    given = source_rule.given_by(REPO / "cs336_basics")
+    texts = {rel: (REPO / rel).read_text(encoding="utf-8", errors="replace") for rel in given.files}
+    files = {rel: source_rule.digest(text) for rel, text in texts.items()}
+    return source_rule.Given(files, given.lines), texts
 
 
 def _run(
