@@ -37,7 +37,7 @@ from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler_lega
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
-from cs336_basics import call_rule, elementary_ops
+from cs336_basics import call_rule, elementary_ops, serial_pools
 
 MAX_LIBRARY_CALLS_SHOWN = 5
 LIBRARY_RULE = (
@@ -329,7 +329,7 @@ class CallRecorder:
             _DispatcherObserver(self.calls),
         )
         self._tracer = call_rule.LibraryCallTracer(
-            self.calls, package_dir or _package_dir(), exclude=(__file__, *harness)
+            self.calls, package_dir or _package_dir(), exclude=(__file__, *harness), through=(serial_pools.__file__,)
         )
         self._depths = (0, 0)
 

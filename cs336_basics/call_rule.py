@@ -195,11 +195,12 @@ class LibraryCallTracer:
     (the recorder's, whose modes call torch on the student's behalf) are neither the student's
     code nor forbidden. Decisions are cached per code object, C function, class and file."""
 
-    def __init__(self, calls: set[str], package_dir: str, exclude: tuple[str, ...] = ()):
+    def __init__(self, calls: set[str], package_dir: str, exclude: tuple[str, ...] = (), through: tuple[str, ...] = ()):
         self.calls = calls
         self.root = os.path.realpath(package_dir) + os.sep
         self.package = os.path.basename(self.root.rstrip(os.sep))
         self.exclude = frozenset({os.path.realpath(__file__), *map(os.path.realpath, exclude)})
+        self.through = frozenset(map(os.path.realpath, through))  # the grader's own code a call passes through
         self._roots = _search_roots()
         self._libraries = _library_roots()
         self._files: dict = {}  # filename -> (real path or None, the student's?)
@@ -319,7 +320,7 @@ class LibraryCallTracer:
             if self._is_students(frame):
                 return frame
             real, _ = self._file(frame.f_code.co_filename)
-            if real is not None and not real.startswith(self._libraries):
+            if real is not None and not real.startswith(self._libraries) and real not in self.through:
                 return None  # the harness, the tests or the recorder: not a library a call passes through
             if self._interrupted is not None and frame.f_back is self._interrupted:
                 return None  # a library's finalizer the garbage collector runs: not the interrupted code's call
@@ -337,7 +338,7 @@ class LibraryCallTracer:
         code = frame.f_code
         try:
             real, _ = self._file(code.co_filename)
-            if self._is_students(frame) or real in self.exclude or real is None:
+            if self._is_students(frame) or real in self.exclude or real in self.through or real is None:
                 found = None  # the package's own code, the recorder's, or code built at run time (whoever built it)
             else:
                 name = _function_name(frame, self._module(frame))

@@ -72,9 +72,18 @@ ELEMENTARY = frozenset(
 EXCEPTIONS = MappingProxyType({})
 
 
+# torch.special's names for operators above, and the normal distribution's CDF (erf's, rescaled)
+SPECIAL = MappingProxyType({"expit": "sigmoid", "ndtr": "erfc", "ndtri": "erfinv", "log_ndtr": "erfc"})
+
+
 def base_name(name: str) -> str:
-    """The operator an in-place or out form belongs to: aten.add_ -> aten.add (not aten.__or__)."""
-    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+    """The operator an in-place, out or torch.special form belongs to: aten.add_ -> aten.add (not
+    aten.__or__), aten.special_expit -> aten.sigmoid."""
+    name = name[:-1] if name.endswith("_") and not name.endswith("__") else name
+    if name.startswith("aten.special_"):
+        op = name.removeprefix("aten.special_")
+        name = f"aten.{SPECIAL.get(op, op)}"
+    return name
 
 
 def elementary(name: str, component: str | None = None) -> bool:

@@ -84,26 +84,30 @@ class SerialPool:
         pass
 
 
-def _serial_new(cls, *args, **kwargs):
-    return SerialPool(*args, **kwargs)  # not an instance of cls: its own __init__ does not run
+_active = [0]  # serial_pools() contexts open in this process
+
+
+def _pool_new(cls, *args, **kwargs):
+    """The pools' __new__, installed once: a SerialPool inside serial_pools(), else the pool itself."""
+    if _active[0]:
+        return SerialPool(*args, **kwargs)  # not an instance of cls: its own __init__ does not run
+    return object.__new__(cls)
 
 
 @contextmanager
 def serial_pools():
     """While active, constructing a multiprocessing.pool.Pool (multiprocessing.Pool, a context's
-    Pool) or a concurrent.futures.ProcessPoolExecutor gives a SerialPool."""
+    Pool) or a concurrent.futures.ProcessPoolExecutor gives a SerialPool. (The classes' __new__ is
+    replaced once and for all and consults the flag: a __new__ assigned and deleted again would
+    leave the class refusing its own arguments.)"""
     import concurrent.futures.process
     import multiprocessing.pool
 
-    classes = (multiprocessing.pool.Pool, concurrent.futures.process.ProcessPoolExecutor)
-    saved = [(cls, cls.__dict__.get("__new__")) for cls in classes]
-    for cls in classes:
-        cls.__new__ = _serial_new
+    for cls in (multiprocessing.pool.Pool, concurrent.futures.process.ProcessPoolExecutor):
+        if cls.__dict__.get("__new__") is not _pool_new:
+            cls.__new__ = _pool_new
+    _active[0] += 1
     try:
         yield
     finally:
-        for cls, new in saved:
-            if new is None:
-                del cls.__new__
-            else:
-                cls.__new__ = new
+        _active[0] -= 1

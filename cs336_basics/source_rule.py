@@ -47,7 +47,7 @@ ONLY_NAMES = {
 }
 # Names a module's list forbids although the module is allowed (the rest of its public names are allowed).
 FORBIDDEN_NAMES = {
-    "numpy": ("random", "ctypeslib", "testing", "f2py", "distutils", "lib", "core", "load", "save"),
+    "numpy": ("random", "ctypeslib", "testing", "f2py", "distutils", "core", "load", "save"),
     "operator": ("attrgetter", "methodcaller"),  # resolve names given as strings
     "os": (
         "fork forkpty system popen kill killpg spawnl spawnle spawnlp spawnlpe spawnv spawnve spawnvp spawnvpe "
@@ -104,7 +104,7 @@ def _torch_allowed(rest: str) -> bool:
         if rest.startswith(space) and "." not in rest[len(space) :]:
             op = rest[len(space) :]
             op = OP_ALIASES.get(op, op)
-            aten = f"aten.linalg_{op}" if space == "linalg." else f"aten.{op}"
+            aten = {"linalg.": f"aten.linalg_{op}", "special.": f"aten.special_{op}"}.get(space, f"aten.{op}")
             return elementary_ops.elementary(aten) and (not op.startswith("_") or op.startswith("_foreach_"))
     return False
 
@@ -226,7 +226,12 @@ class _Visitor(ast.NodeVisitor):
         elif attr.startswith("__") and attr.endswith("__"):
             if attr not in DUNDERS:
                 self._add(node, f".{attr}: a dunder attribute the rule does not allow (allowed: {_dunders_hint()})")
-        elif attr.startswith("_") and not self._own_receiver(receiver, attr) and attr not in self.own:
+        elif (
+            attr.startswith("_")
+            and not self._own_receiver(receiver, attr)
+            and attr not in self.own
+            and attr not in NAMEDTUPLE_API
+        ):
             self._add(node, f".{attr}: a private attribute of an object your package did not define")
 
     def _own_receiver(self, node: ast.AST, attr: str | None = None) -> bool:
@@ -250,7 +255,16 @@ class _Visitor(ast.NodeVisitor):
             for child in [*node.args, *node.keywords]:
                 self.visit(child)
             return
+        if isinstance(func, ast.Name) and func.id == "vars" and self._own_namespace(node):
+            for child in node.args:
+                self.visit(child)  # vars(state): an object's own fields, as dataclasses.asdict reads them
+            return
         self.generic_visit(node)
+
+    def _own_namespace(self, node: ast.Call) -> bool:
+        """vars(name) of a plain local name (no library, module or attribute chain)."""
+        (arg,) = node.args if len(node.args) == 1 and not node.keywords else (None,)
+        return isinstance(arg, ast.Name) and arg.id not in self.libraries and arg.id not in self.packages
 
     def _name_function(self, node: ast.Call, function: str) -> None:
         """getattr(obj, "name") and friends: a literal name the attribute rule allows on obj."""
@@ -284,6 +298,8 @@ class _Visitor(ast.NodeVisitor):
         self.unit = None
 
 
+# namedtuple's public methods and fields, underscored so as not to clash with field names
+NAMEDTUPLE_API = frozenset("_asdict _fields _replace _make _field_defaults".split())
 INTROSPECTION = frozenset(
     "gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await ag_frame ag_code f_back f_globals f_locals "
     "f_builtins f_code f_trace tb_frame tb_next func_globals".split()
