@@ -38,7 +38,7 @@ from cs336_basics.staff.grader.report import QUANTUM, to_gradescope, write_resul
 from cs336_basics.staff.grader.sandbox import SYSTEM_DIRS
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, extract_zip, find_package
 from cs336_basics.staff.handout import build_handout, restore_solutions
-from tests.staff._hostile import build
+from tests.staff._hostile import build, without_source_rule
 
 CONFIG = load_config()
 POINTS = CONFIG.points
@@ -247,12 +247,13 @@ def graded_first(reference) -> dict:
 
 @pytest.fixture(scope="module")
 def graded(samples, graded_first) -> dict:
-    """{sample: GradeReport}, all graded in parallel (threads; the workers are processes)."""
+    """{sample: GradeReport}, all graded in parallel (threads; the workers are processes), with
+    the source rule off: these samples test the sandbox and the recorder, each alone."""
     rest = {name: path for name, path in samples.items() if name not in graded_first}
     configs = {name: TEST_CONFIG for name in rest}
     configs["reads_fixtures_unsandboxed"] = replace(TEST_CONFIG, isolate=False)
     configs |= {name: PROCESSES_CONFIG for name in ("escapes", "exhausts", "uses_loopback", "writes_results")}
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with without_source_rule(), ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(grade, path, configs[name]) for name, path in rest.items()}
         reports = graded_first | {name: f.result() for name, f in futures.items()}
     write_results(reports["writes_results"], samples["handout"].parent / "writes_results.json")
@@ -653,9 +654,15 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     # memory (memfd past the limit), disk (fills its home and /tmp), processes (fork bomb, CPU
     # spinners), all while the others are graded
     shutil.copytree(samples["exhausts"], inbox / "carol")
-    reports = grade_all(
-        inbox, tmp_path / "results", tmp_path / "gradebook.csv", jobs=2, config=PROCESSES_CONFIG, echo=lambda line: None
-    )
+    with without_source_rule():  # carol's own source would cost her every component first
+        reports = grade_all(
+            inbox,
+            tmp_path / "results",
+            tmp_path / "gradebook.csv",
+            jobs=2,
+            config=PROCESSES_CONFIG,
+            echo=lambda line: None,
+        )
     rows = (tmp_path / "gradebook.csv").read_text().splitlines()
     partial = sum(POINTS[c] for c in ("linear", "silu", "rmsnorm", "rope"))
     assert rows[0] == ",".join(["submission", *POINTS, "total", "max_score", "review"])

@@ -31,7 +31,7 @@ from cs336_basics.staff.grader.grade import CaseResult, GradeReport, grade
 from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.handout import build_handout, restore_solutions
 from tests.staff import container
-from tests.staff._hostile import build
+from tests.staff._hostile import build, without_source_rule
 
 pytestmark = pytest.mark.slow  # second tier: gradings in containers, cgroups and a fake Gradescope
 
@@ -277,7 +277,8 @@ def graded_hostile(tmp):
     watcher.start()
     try:
         with ThreadPoolExecutor(max_workers=3) as pool:
-            reports = dict(zip(names, pool.map(lambda n: grade(samples[n], TEST_CONFIG), names), strict=False))
+            with without_source_rule():  # the sandbox alone
+                reports = dict(zip(names, pool.map(lambda n: grade(samples[n], TEST_CONFIG), names), strict=False))
     finally:
         done.set()
         watcher.join()
@@ -358,7 +359,8 @@ def test_grader_hanging_everywhere_ends_within_one_budget_and_leaves_nothing(tmp
     config = replace(TEST_CONFIG, limits=replace(TEST_CONFIG.limits, wall_per_component_s=5, total_s=60))
     old, tempfile.tempdir = tempfile.tempdir, str(scratch)
     try:
-        report = grade(sample, config)
+        with without_source_rule():  # the sandbox alone
+            report = grade(sample, config)
     finally:
         tempfile.tempdir = old
     results = to_gradescope(report)

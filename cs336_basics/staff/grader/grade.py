@@ -9,16 +9,18 @@
     4. compare each output with the expected tensor, which never left this process
        (cs336_basics.testing.compare; hidden cases without the expected value in the message);
     5. score: a component's points are shared equally by its cases;
-    6. for staff: the submission's source, statically checked (static_check.py) for lines that
+    6. the submission's source against the source rule (cs336_basics/source_rule.py), judged
+       here against the handout this grader builds: a case fails when the code it ran breaks it;
+    7. for staff: the submission's source, statically checked (static_check.py) for lines that
        name a banned built-in or the machinery that hides one; findings cost no points.
 
 What a hidden case's output may say (the staff's decision): a fixed sentence naming the outcome
 only. From judge: passed; raised an exception; wrong output (no shape, dtype or value); called a
-banned built-in; not graded (the grader's code was changed); ran out of memory; no output saved;
+banned built-in; ran code whose source breaks the source rule; not graded (the grader's code was changed); ran out of memory; no output saved;
 an output not as the grader wrote it, or holding no tensor, or not checkable; no operator seen;
 not checked in time. From the runner, per component: time limit, process ended, import failed,
 budget ran out, cgroup out of memory. Code that sees a hidden input could pick the outcome to
-signal it: at most log2(17), about 4 bits per hidden case and grading, shown only once grades
+signal it: at most log2(18), about 4 bits per hidden case and grading, shown only once grades
 are published (visibility `after_published`). Never shown: the exception's type (some 60 built-in
 ones, 6 more bits before), the kind of wrong output, anything the code printed.
 """
