@@ -1,4 +1,4 @@
-# hostile sample replaces_adapters: appended to the handout's package __init__.py; its import-time
+# hostile sample replaces_adapters: appended to the handout's nn/functional.py (a file students fill in, which the grader does not restore); its import-time
 # code hands the grader an adapters module of its own, computed by the PyTorch built-ins
 import sys as _sys, types as _types
 import torch as _torch

@@ -1,4 +1,4 @@
-# hostile sample patches_back_builtins: appended to the handout's nn/__init__.py; its import-time
+# hostile sample patches_back_builtins: appended to the handout's nn/modules/swiglu.py (a file students fill in); its import-time
 # code points the package's own stateless kernels at the built-ins
 import torch as _torch
 from cs336_basics.nn import functional as _f
