@@ -449,7 +449,8 @@ def test_grader_grades_under_docker_default_capabilities(tmp, name):
     assert results["extra_data"]["isolation"]["level"] == "container", done.stdout[-2000:]
     assert "isolation level container" in done.stdout  # the staff console
     assert sum(t["max_score"] for t in results["tests"]) == CONFIG.max_score
-    expected = {"reference": CONFIG.max_score, "sysv_ipc_survives": CONFIG.max_score}.get(name, 0)
+    # every sample's import-time attack breaks the source rule (ctypes, sockets, /proc): 0 each
+    expected = {"reference": CONFIG.max_score}.get(name, 0)
     assert results["score"] == expected, done.stdout[-3000:]
     text = json.dumps(results["tests"])
     if name == "reads_bundle_fixtures":
