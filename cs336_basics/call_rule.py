@@ -211,6 +211,7 @@ class LibraryCallTracer:
         self._modules: dict = {}  # filename -> the dotted module it is
         self.entered: set[tuple[str, int]] = set()  # (path, first line) of each of the package's defs run
         self._previous = None
+        self._forking = None  # (frame, instruction) of the last os.fork call
         self._interrupted = None  # while a collection runs: the frame it interrupted
         self._collections = 0  # gc's count of collections when the running one started
         self.hook: Callable = self._make_hook()
@@ -326,6 +327,8 @@ class LibraryCallTracer:
                 return None  # a library's finalizer the garbage collector runs: not the interrupted code's call
             if frame.f_code in self._forbidden_codes:
                 return None  # inside a forbidden call, recorded where it was made
+            if self._forking is not None and frame is self._forking[0] and frame.f_lasti == self._forking[1]:
+                return None  # inside os.fork: its at-fork hooks (os.register_at_fork) are the interpreter's calls
             if frame.f_code.co_filename.startswith(IMPORT_SYSTEM):
                 return None  # a module being imported (a library's lazy import): no call of the student's
             frame = frame.f_back
@@ -358,6 +361,8 @@ class LibraryCallTracer:
             return f"{type(owner).__name__}.?"
         if forbidden:
             return name
+        if fn is os.fork:  # judged at every call: the hooks it runs are not the caller's calls
+            return None
         if owner is None or type(owner) is types.ModuleType or isinstance(owner, type):
             if type(owner) is not type or owner.__module__ == "builtins":  # classmethods: builtins' only
                 self._allowed_functions.add(fn)
@@ -366,6 +371,8 @@ class LibraryCallTracer:
         return None
 
     def _judge_c_call(self, frame, fn, owner) -> None:
+        if fn is os.fork:
+            self._forking = (frame, frame.f_lasti)
         callee = self._c_callee(fn, owner)
         if callee is not None and self._is_students(frame):  # C: the caller only (stdio's flush under fork)
             self.calls.add(f"{callee[:200]} at {self._where(frame)}"[:RECORD_CHARS])
