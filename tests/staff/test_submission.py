@@ -117,7 +117,7 @@ def graded(handout, folder_zip, tmp_path_factory) -> dict:
 def test_submission_zip_of_cs336_submit_holds_only_the_package(handout):
     with zipfile.ZipFile(handout / "submission.zip") as z:
         names = set(z.namelist())
-    package = {p.relative_to(handout).as_posix() for p in (handout / "cs336_basics").rglob("*.py")}
+    package = {p.relative_to(handout).as_posix() for p in _package_files(handout)}
     assert names == package
 
 
@@ -141,7 +141,13 @@ def test_submission_whole_folder_zip_extracts_only_the_package(handout, folder_z
     extracted = {
         p.relative_to(tmp_path / "scratch").as_posix() for p in (tmp_path / "scratch").rglob("*") if p.is_file()
     }
-    assert extracted == {f"{TOP}/{p.relative_to(handout).as_posix()}" for p in (handout / "cs336_basics").rglob("*.py")}
+    assert extracted == {f"{TOP}/{p.relative_to(handout).as_posix()}" for p in _package_files(handout)}
+
+
+def _package_files(handout: Path) -> list[Path]:
+    """The handout package's files: its modules and the source rule's manifest (given.json)."""
+    package = handout / "cs336_basics"
+    return [*package.rglob("*.py"), package / "given.json"]
 
 
 @pytest.mark.parametrize("kind", ["zip", "folder"])
