@@ -21,6 +21,8 @@ gives a component 0 when the code it ran lies in a file or function that breaks 
 
 import ast
 import hashlib
+import importlib
+import inspect
 import sys
 import types
 from dataclasses import dataclass
@@ -129,12 +131,21 @@ def allowed_path(path: str) -> bool:
 
 def _is_module(path: str) -> bool:
     """Whether the library name `path` is a module (resolved in the modules imported here)."""
+    top = path.split(".")[0]
+    if top in {m.split(".")[0] for m in ALLOWED_MODULES}:
+        importlib.import_module(top)  # the same answer whatever this process imported before
     if path in sys.modules:
         return True
-    obj = sys.modules.get(path.split(".")[0])
+    obj = sys.modules.get(top)
     for part in path.split(".")[1:]:
-        obj = getattr(obj, part, None)
+        obj = _static_attribute(obj, part)
     return isinstance(obj, types.ModuleType)
+
+
+def _static_attribute(obj: object, name: str) -> object:
+    """obj.name as stored, or None: never a module's __getattr__ (torch imports its lazy modules
+    there, so a name in a student's text would import code into the grader) nor a property."""
+    return inspect.getattr_static(obj, name, None)
 
 
 def _library_attribute(name: str) -> bool:
@@ -142,7 +153,8 @@ def _library_attribute(name: str) -> bool:
     import numpy
     import torch
 
-    return any(hasattr(obj, name) for obj in (torch, torch.Tensor, torch.nn.Module, torch.nn.Parameter, numpy))
+    objects = (torch, torch.Tensor, torch.nn.Module, torch.nn.Parameter, numpy)
+    return any(_static_attribute(obj, name) is not None for obj in objects)
 
 
 def defined_names(trees: list[ast.AST]) -> frozenset[str]:
@@ -413,14 +425,19 @@ def given_of(package_dir: Path) -> Given:
 
 def check_package(package_dir: Path, given: Given | None = None) -> list[Violation]:
     """The violations in every .py file of the package that is not a given file unchanged, less
-    the handout's own lines (`given`: by default given_of(package_dir))."""
+    the handout's own lines (`given`: by default given_of(package_dir)). Only the staff
+    repository's own package (no manifest, no `given`) may keep code the rule skips, in staff/."""
     package_dir = Path(package_dir)
+    skipped = (
+        {"__pycache__", "staff"} if given is None and not (package_dir / GIVEN_MANIFEST).is_file() else {"__pycache__"}
+    )
     given = given_of(package_dir) if given is None else given
     texts = {}
     for path in sorted(package_dir.rglob("*.py")):
-        if path.is_symlink() or not path.is_file() or {"__pycache__", "staff"} & set(path.parts):
+        inside = path.relative_to(package_dir)  # the package's own folders, never the parents'
+        if path.is_symlink() or not path.is_file() or skipped & set(inside.parts):
             continue
-        rel = f"{package_dir.name}/{path.relative_to(package_dir).as_posix()}"
+        rel = f"{package_dir.name}/{inside.as_posix()}"
         text = path.read_text(encoding="utf-8", errors="replace")
         if given.files.get(rel) != digest(text):
             texts[rel] = text

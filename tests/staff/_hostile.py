@@ -30,8 +30,9 @@ KINDS = ("overlay", "append")  # the order they are applied in
 PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 
 
-def readme_field(name: str, key: str, samples: Path = SAMPLES_DIR) -> str | None:
+def readme_field(name: str, key: str, samples: Path | None = None) -> str | None:
     """The value of the sample README's line `key: value`, or None."""
+    samples = samples or SAMPLES_DIR
     found = re.search(rf"^{key}: *(.+)$", (samples / name / "README.md").read_text(), re.M)
     return found.group(1).strip() if found else None
 
@@ -55,8 +56,9 @@ class SampleFile:
         return PLACEHOLDER.sub(lambda m: repr(values[m.group(1)]), raw)
 
 
-def sample_files(name: str, samples: Path = SAMPLES_DIR) -> list[SampleFile]:
+def sample_files(name: str, samples: Path | None = None) -> list[SampleFile]:
     """The sample's overlay files, then its append files, each sorted by target path."""
+    samples = samples or SAMPLES_DIR
     files = []
     for kind in KINDS:
         base = samples / name / kind
@@ -73,7 +75,7 @@ def apply(sample: SampleFile, root: Path, values: dict | None = None) -> None:
     target.write_text(before + ("\n\n" if before else "") + sample.text(values))
 
 
-def base_of(name: str, reference: Path, handout: Path | None, samples: Path = SAMPLES_DIR) -> Path:
+def base_of(name: str, reference: Path, handout: Path | None, samples: Path | None = None) -> Path:
     """The folder sample `name` is applied to: its README's `base:` (reference by default)."""
     base = readme_field(name, "base", samples) or "reference"
     if base not in ("reference", "handout"):
@@ -89,10 +91,10 @@ def build(
     out: Path,
     values: dict | None = None,
     handout: Path | None = None,
-    samples: Path = SAMPLES_DIR,
+    samples: Path | None = None,
 ) -> Path:
     """The base (reference, or handout for `base: handout`) with sample `name` of the folder
-    `samples` applied, at out/name."""
+    `samples` (tests/staff/hostile/ by default) applied, at out/name."""
     root = shutil.copytree(base_of(name, reference, handout, samples), out / name)
     for sample in sample_files(name, samples):
         apply(sample, root, values)

@@ -89,6 +89,7 @@ def outcome(sample: str, reference: Path, tmp: Path) -> Outcome:
     report = grade_one(path, *comps)
     passed, output = public_passes(path, comps)
     messages = "\n".join(r.output for r in report.results if not r.case.hidden)
+    messages += "".join(f"\n--- grader note ---\n{n}" for n in report.notes if "failed" in n)
     return Outcome(report.component_scores(), passed, f"{messages}\n--- public tests ---\n{output}")
 
 

@@ -176,3 +176,36 @@ def test_the_reference_package_breaks_no_rule():
     from cs336_basics import REPO
 
     assert source_rule.check_package(REPO / "cs336_basics") == []
+
+
+def test_a_lazy_torch_module_named_in_the_source_is_not_imported_by_the_check():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from cs336_basics import source_rule as r; "
+        "found = r.check_source('import torch\\nx = torch._dynamo\\ny = torch.onnx\\n', 'a.py'); "
+        "print(len(found), 'torch._dynamo' in sys.modules, 'torch.onnx' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["2", "False", "False"]
+
+
+def _package(root, given_manifest: bool):
+    (root / "cs336_basics" / "staff").mkdir(parents=True)
+    (root / "cs336_basics" / "staff" / "fast.py").write_text("import tokenizers\n")
+    if given_manifest:
+        (root / "cs336_basics" / source_rule.GIVEN_MANIFEST).write_text('{"files": {}, "lines": {}}')
+    return root / "cs336_basics"
+
+
+def test_a_submission_s_staff_folder_is_checked_like_any_other(tmp_path):
+    package = _package(tmp_path, given_manifest=True)
+    assert [v.path for v in source_rule.check_package(package)] == ["cs336_basics/staff/fast.py"]
+    assert [v.path for v in source_rule.check_package(package, source_rule.Given({}, {}))] == [
+        "cs336_basics/staff/fast.py"
+    ]
+
+
+def test_only_the_staff_repository_s_package_keeps_its_staff_folder_out(tmp_path):
+    assert source_rule.check_package(_package(tmp_path, given_manifest=False)) == []

@@ -1,0 +1,1 @@
+from cs336_basics.staff import fast  # noqa: E402, F401
