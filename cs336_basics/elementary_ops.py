@@ -77,9 +77,12 @@ SPECIAL = MappingProxyType({"expit": "sigmoid", "ndtr": "erfc", "ndtri": "erfinv
 
 
 def base_name(name: str) -> str:
-    """The operator an in-place, out or torch.special form belongs to: aten.add_ -> aten.add (not
-    aten.__or__), aten.special_expit -> aten.sigmoid."""
+    """The operator an in-place, out, torch.special or derivative form belongs to: aten.add_ ->
+    aten.add (not aten.__or__), aten.special_expit -> aten.sigmoid, and autograd's derivative
+    kernel aten.sigmoid_backward -> aten.sigmoid (the derivative of an elementary operation is
+    elementary; that of a forbidden one is forbidden with it)."""
     name = name[:-1] if name.endswith("_") and not name.endswith("__") else name
+    name = name.removesuffix("_backward_data").removesuffix("_backward")
     if name.startswith("aten.special_"):
         op = name.removeprefix("aten.special_")
         name = f"aten.{SPECIAL.get(op, op)}"

@@ -9,12 +9,9 @@ PyTorch's DTensor tensor parallelism as a second oracle.
 """
 
 import functools
-from collections import Counter
-from contextlib import contextmanager
 
 import pytest
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from cs336_basics.nn import convert
@@ -26,6 +23,7 @@ from cs336_basics.nn.parallel import (
     RowParallelLinear,
     sharding,
 )
+from cs336_basics.nn.parallel.collectives import counting_collectives
 from cs336_basics.nn.parallel.launch import launch
 
 from ._helpers import assert_close
@@ -41,16 +39,6 @@ KINDS = {
     "row_parallel_input": (D_FF, D_MODEL),
     "row_full_input": (D_FF, D_MODEL),
     "ffn": (D_MODEL, D_FF),
-}
-# torch.distributed's collectives -> the collective each performs (a gather into a list or into
-# one tensor is the same all-gather: either is a correct way to write Megatron's g)
-COLLECTIVES = {
-    "all_reduce": "all_reduce",
-    "all_gather": "all_gather",
-    "all_gather_into_tensor": "all_gather",
-    "reduce_scatter_tensor": "reduce_scatter",
-    "broadcast": "broadcast",
-    "all_to_all_single": "all_to_all",
 }
 
 
@@ -101,28 +89,6 @@ def single_process(kind: str, dtype: torch.dtype) -> dict:
 def _slice(t, rank, world_size):
     n = t.shape[-1] // world_size
     return t[..., rank * n : (rank + 1) * n]
-
-
-@contextmanager
-def counting_collectives():
-    """Count every call of the torch.distributed collectives in COLLECTIVES while inside, by the
-    collective it performs."""
-    counts, originals = Counter(), {name: getattr(dist, name) for name in COLLECTIVES}
-
-    def counted(name):
-        def call(*args, **kwargs):
-            counts[COLLECTIVES[name]] += 1
-            return originals[name](*args, **kwargs)
-
-        return call
-
-    for name in COLLECTIVES:
-        setattr(dist, name, counted(name))
-    try:
-        yield counts
-    finally:
-        for name, fn in originals.items():
-            setattr(dist, name, fn)
 
 
 def run_case(module: nn.Module, kind: str, dtype, rank: int, world_size: int) -> dict:

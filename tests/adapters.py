@@ -8,6 +8,7 @@ block: of its input), load the given weights strictly (through
 import copy
 import ctypes
 import io
+import itertools
 import math
 import mmap
 import os
@@ -32,6 +33,7 @@ import cs336_basics.tokenizer.train_bpe as bpe_training
 from cs336_basics import optim
 from cs336_basics.nn import convert
 from cs336_basics.nn import functional as F
+from cs336_basics.nn.kv_cache import KVCache
 from cs336_basics.nn.modules import (
     Embedding,
     FFNBlock,
@@ -47,7 +49,7 @@ from cs336_basics.nn.modules import (
     TransformerLM,
     TransformerLMConfig,
 )
-from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelSwiGLUFFN, RowParallelLinear, launch
+from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelSwiGLUFFN, RowParallelLinear, collectives, launch
 
 
 def _loaded(module: torch.nn.Module, state_dict: dict[str, Tensor]) -> torch.nn.Module:
@@ -163,12 +165,53 @@ def run_multihead_self_attention_with_rope(
     in_features: Float[Tensor, " ... sequence_length d_in"],
     token_positions: Int[Tensor, " ... sequence_length"] | None = None,
 ) -> Float[Tensor, " ... sequence_length d_out"]:
-    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len, device=in_features.device)
-    module = MultiHeadSelfAttention(
-        d_model, num_heads, _kv_heads(num_heads, d_model, k_proj_weight), rope, **_like(q_proj_weight)
+    module = _rope_mha(
+        d_model, num_heads, max_seq_len, theta, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight
     )
-    module = _loaded(module, _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight))
     return module(in_features, token_positions)
+
+
+def _rope_mha(d_model, num_heads, max_seq_len, theta, q, k, v, o) -> MultiHeadSelfAttention:
+    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len, device=q.device)
+    module = MultiHeadSelfAttention(d_model, num_heads, _kv_heads(num_heads, d_model, k), rope, **_like(q))
+    return _loaded(module, _attn_weights(q, k, v, o))
+
+
+def _in_steps(run, seq: int, prefill_length: int) -> Tensor:
+    """run(start, end) for the first prefill_length positions, then for each later one, concatenated
+    along the sequence: how generation calls a model with a key/value cache."""
+    if not 1 <= prefill_length <= seq:
+        raise ValueError(f"prefill_length must be in [1, {seq}] (the sequence length), got {prefill_length}")
+    bounds = [0, *range(prefill_length, seq + 1)]
+    return torch.cat([run(start, end) for start, end in itertools.pairwise(bounds)], dim=-2)
+
+
+def run_multihead_self_attention_cached(
+    d_model: int,
+    num_heads: int,
+    max_seq_len: int,
+    theta: float,
+    q_proj_weight: Float[Tensor, " d_k d_in"],
+    k_proj_weight: Float[Tensor, " d_k d_in"],
+    v_proj_weight: Float[Tensor, " d_v d_in"],
+    o_proj_weight: Float[Tensor, " d_model d_v"],
+    in_features: Float[Tensor, " ... sequence_length d_in"],
+    prefill_length: int,
+    attention_mask: Bool[Tensor, " ... sequence_length"] | None = None,
+) -> Float[Tensor, " ... sequence_length d_out"]:
+    """Beyond CS336: multi-head attention with RoPE run as generation runs it, with a KVCache:
+    the first prefill_length tokens in one call, then one token a call (positions continue from
+    the cache); attention_mask is False at padding keys, each call gets it up to its last key."""
+    module = _rope_mha(
+        d_model, num_heads, max_seq_len, theta, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight
+    )
+    cache = KVCache(in_features.shape[-2])
+
+    def run(start: int, end: int) -> Tensor:
+        mask = None if attention_mask is None else attention_mask[..., :end]
+        return module(in_features[..., start:end, :], kv_cache=cache, attention_mask=mask)
+
+    return _in_steps(run, in_features.shape[-2], prefill_length)
 
 
 def run_rope(
@@ -197,11 +240,34 @@ def run_transformer_block(
     return _loaded(block, weights)(in_features)
 
 
-def _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights) -> TransformerLM:
-    """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings."""
+def run_transformer_block_ablation(
+    d_model: int,
+    num_heads: int,
+    d_ff: int,
+    max_seq_len: int,
+    theta: float,
+    weights: dict[str, Tensor],
+    in_features: Float[Tensor, " batch sequence_length d_model"],
+    norm: str,
+    ffn: str,
+    eps: float,
+) -> Float[Tensor, " batch sequence_length d_model"]:
+    """Beyond CS336: the block of CS336's ablations, norm "pre", "post" or "none", ffn "swiglu"
+    or "silu" (W2 SiLU(W1 x)), with the RMSNorms' eps."""
+    kv_heads = _kv_heads(num_heads, d_model, weights["attn.k_proj.weight"])
+    block = TransformerBlock(d_model, num_heads, d_ff, max_seq_len, theta, kv_heads, eps=eps, norm=norm, ffn=ffn,
+                             **_like(weights["attn.q_proj.weight"]))  # fmt: skip
+    return _loaded(block, weights)(in_features)
+
+
+def _lm(
+    vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights, **settings
+) -> TransformerLM:
+    """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings; settings are
+    TransformerLMConfig's (eps, norm, position, ffn)."""
     kv_heads = _kv_heads(num_heads, d_model, weights["layers.0.attn.k_proj.weight"])
     config = TransformerLMConfig(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta,
-                                 kv_heads, tie_embeddings="lm_head.weight" not in weights)  # fmt: skip
+                                 kv_heads, tie_embeddings="lm_head.weight" not in weights, **settings)  # fmt: skip
     return _loaded(TransformerLM(config, **_like(weights["token_embeddings.weight"])), weights)
 
 
@@ -218,6 +284,58 @@ def run_transformer_lm(
 ) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
     """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings."""
     return _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)(in_indices)
+
+
+def run_transformer_lm_ablation(
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float,
+    weights: dict[str, Tensor],
+    in_indices: Int[Tensor, " batch_size sequence_length"],
+    norm: str,
+    position: str,
+    ffn: str,
+    eps: float,
+) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
+    """Beyond CS336: the language model of CS336's ablations: norm "pre", "post" or "none",
+    position "rope" or "none" (NoPE), ffn "swiglu" or "silu", with the RMSNorms' eps."""
+    settings = dict(norm=norm, position=position, ffn=ffn, eps=eps)
+    return _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights, **settings)(
+        in_indices
+    )
+
+
+def run_transformer_lm_cached(
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float,
+    weights: dict[str, Tensor],
+    in_indices: Int[Tensor, " batch_size sequence_length"],
+    prefill_length: int,
+    attention_mask: Bool[Tensor, " batch_size sequence_length"] | None = None,
+    token_positions: Int[Tensor, " batch_size sequence_length"] | None = None,
+) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
+    """Beyond CS336: the logits of the language model run as generation runs it, one KVCache per
+    layer: the first prefill_length tokens in one call, then one token a call. A batch of
+    left-padded sequences passes attention_mask (False at padding) and token_positions (each
+    sequence's own count); each call gets the mask up to its last key and its tokens' positions."""
+    model = _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)
+    caches = [KVCache(in_indices.shape[-1]) for _ in range(num_layers)]
+
+    def run(start: int, end: int) -> Tensor:
+        mask = None if attention_mask is None else attention_mask[..., :end]
+        positions = None if token_positions is None else token_positions[..., start:end]
+        return model(in_indices[..., start:end], positions, caches, mask)
+
+    return _in_steps(run, in_indices.shape[-1], prefill_length)
 
 
 def run_generate(
@@ -407,6 +525,63 @@ def run_parallel_swiglu(
     return launch.run_sharded(
         launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size
     )
+
+
+def _backward_output(x_grad: Tensor, grads: dict[str, Tensor]) -> Tensor:
+    """x's gradient and then each weight's, flattened, in key order: one tensor for a case."""
+    return torch.cat([x_grad.flatten(), *(grads[k].flatten() for k in sorted(grads))])
+
+
+def run_row_parallel_linear_backward(
+    d_in: int,
+    d_out: int,
+    world_size: int,
+    weights: Float[Tensor, " d_out d_in"],
+    in_features: Float[Tensor, " ... d_in"],
+    grad_output: Float[Tensor, " ... d_out"],
+) -> Float[Tensor, " n"]:
+    """Beyond CS336: the gradients of sum(RowParallelLinear(x) * grad_output) on world_size ranks
+    (the input scattered: its backward gathers), x's then the gathered weight's, flattened."""
+    make = launch.module_factory(RowParallelLinear, d_in=d_in, d_out=d_out, input_is_parallel=False)
+    return _backward_output(
+        *launch.run_sharded_backward(make, {"weight": weights}, in_features, grad_output, world_size)
+    )
+
+
+def run_parallel_swiglu_backward(
+    d_model: int,
+    d_ff: int,
+    world_size: int,
+    w1_weight: Float[Tensor, " d_ff d_model"],
+    w2_weight: Float[Tensor, " d_model d_ff"],
+    w3_weight: Float[Tensor, " d_ff d_model"],
+    in_features: Float[Tensor, " ... d_model"],
+    grad_output: Float[Tensor, " ... d_model"],
+) -> Float[Tensor, " n"]:
+    """Beyond CS336: the gradients of sum(ParallelSwiGLUFFN(x) * grad_output) on world_size ranks
+    (f's backward all-reduces x's gradient, g's passes it through): x's gradient, then w1's,
+    w2's and w3's gathered from the shards, flattened."""
+    weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
+    make = launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff)
+    return _backward_output(*launch.run_sharded_backward(make, weights, in_features, grad_output, world_size))
+
+
+def run_parallel_swiglu_collectives(
+    d_model: int,
+    d_ff: int,
+    world_size: int,
+    w1_weight: Float[Tensor, " d_ff d_model"],
+    w2_weight: Float[Tensor, " d_model d_ff"],
+    w3_weight: Float[Tensor, " d_ff d_model"],
+    in_features: Float[Tensor, " ... d_model"],
+    grad_output: Float[Tensor, " ... d_model"],
+) -> Int[Tensor, " 2 kinds"]:
+    """Beyond CS336: how many of each collective (collectives.KINDS, in that order) a rank of
+    ParallelSwiGLUFFN issues in forward (row 0) and in backward (row 1)."""
+    weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
+    make = launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff)
+    counts = launch.run_sharded_collectives(make, weights, in_features, grad_output, world_size)
+    return torch.tensor([[counts[p].get(k, 0) for k in collectives.KINDS] for p in ("forward", "backward")])
 
 
 # Beyond CS336 v1.0.2: drivers for the graded cases of the training components. Each runs the

@@ -11,7 +11,7 @@ from cs336_basics.nn import MultiHeadSelfAttention, RotaryPositionalEmbedding
 from cs336_basics.nn import functional as F
 from cs336_basics.nn.kv_cache import KVCache
 
-from . import oracles
+from . import adapters, oracles
 from ._helpers import F64, assert_close, rand
 from .adapters import run_multihead_self_attention, run_multihead_self_attention_with_rope
 from .floors import MaxErrors, tol
@@ -25,8 +25,7 @@ POSITIONS = torch.tensor([3, 5, 6, 10, 11, 20, 21, 22, 40])  # increasing but no
 @pytest.mark.parametrize("case", fixture_names("mha"))
 def test_mha_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    run = run_multihead_self_attention_with_rope if "theta" in fx.kwargs else run_multihead_self_attention
-    snapshot.check(run(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)  # with or without RoPE, or cached
 
 
 def weights(num_heads, num_kv_heads, seed=0, dtype=F64):

@@ -362,6 +362,87 @@ def lm_case(
     return make
 
 
+def _left_padding(rng: Rng, batch: tuple[int, ...], seq: int) -> tuple[Tensor, Tensor]:
+    """(attention_mask, token_positions) of shape (*batch, seq) for left-padded sequences: each
+    starts with a drawn number of padding tokens (the first with none, the last with at least
+    one), its own tokens counted from 0 after them."""
+    pads = rng.integers(0, seq // 2 + 1, size=batch).reshape(-1)
+    pads[0], pads[-1] = 0, max(1, pads[-1])
+    mask = (torch.arange(seq)[None, :] >= torch.from_numpy(pads)[:, None]).reshape(*batch, seq)
+    return mask, (torch.cumsum(mask.long(), dim=-1) - 1).clamp(min=0)
+
+
+def mha_cached_case(
+    batch: tuple[int, ...], seq: int, d_model: int, num_heads: int, num_kv_heads: int, prefill_length: int,
+    theta: float = 10000.0, padded: bool = False,
+) -> Make:  # fmt: skip
+    """run_multihead_self_attention_cached: RoPE attention over a prefill then one token a call;
+    padded: left padding masked out."""
+
+    def make(rng):
+        kw = dict(d_model=d_model, num_heads=num_heads, max_seq_len=2 * seq, theta=theta,
+                  **_attn_weights(rng, d_model, num_heads, num_kv_heads),
+                  in_features=randn(rng, *batch, seq, d_model, std=2.0), prefill_length=prefill_length)  # fmt: skip
+        if padded:
+            kw["attention_mask"] = _left_padding(rng, batch, seq)[0]
+        return kw
+
+    return make
+
+
+def _ablated(weights: dict, norm: str, ffn: str) -> dict:
+    """The weights of an ablated block or model: no RMSNorm gains with norm "none", no w3 with ffn "silu"."""
+    dropped = ("ln1.weight", "ln2.weight", "ln_final.weight") if norm == "none" else ()
+    dropped += ("ffn.w3.weight",) if ffn == "silu" else ()
+    return {k: v for k, v in weights.items() if not k.endswith(dropped)}
+
+
+def block_ablation_case(
+    batch: int, seq: int, d_model: int, num_heads: int, d_ff: int, norm: str, ffn: str, eps: float,
+    num_kv_heads: int | None = None,
+) -> Make:  # fmt: skip
+    """run_transformer_block_ablation: CS336's ablations of the block, RMSNorm eps given."""
+
+    def make(rng):
+        weights = _block_weights(rng, d_model, num_heads, num_kv_heads or num_heads, d_ff)
+        return dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, max_seq_len=2 * seq, theta=10000.0,
+                    weights=_ablated(weights, norm, ffn), in_features=randn(rng, batch, seq, d_model, std=2.0),
+                    norm=norm, ffn=ffn, eps=eps)  # fmt: skip
+
+    return make
+
+
+def lm_ablation_case(
+    batch: int, seq: int, vocab_size: int, d_model: int, num_layers: int, num_heads: int, d_ff: int,
+    norm: str, position: str, ffn: str, eps: float,
+) -> Make:  # fmt: skip
+    """run_transformer_lm_ablation: CS336's ablations of the model (untied head, context 2 seq)."""
+
+    def make(rng):
+        kw = lm_case(batch, seq, vocab_size, 2 * seq, d_model, num_layers, num_heads, d_ff)(rng)
+        return dict(kw, weights=_ablated(kw["weights"], norm, ffn), norm=norm, position=position, ffn=ffn, eps=eps)
+
+    return make
+
+
+def lm_cached_case(
+    batch: int, seq: int, vocab_size: int, d_model: int, num_layers: int, num_heads: int, d_ff: int,
+    prefill_length: int, num_kv_heads: int | None = None, padded: bool = False,
+) -> Make:  # fmt: skip
+    """run_transformer_lm_cached: a prefill then one token a call; padded: a left-padded batch
+    with its attention mask and each sequence's own positions."""
+
+    def make(rng):
+        kw = lm_case(batch, seq, vocab_size, 2 * seq, d_model, num_layers, num_heads, d_ff,
+                     num_kv_heads=num_kv_heads)(rng)  # fmt: skip
+        kw["prefill_length"] = prefill_length
+        if padded:
+            kw["attention_mask"], kw["token_positions"] = _left_padding(rng, (batch,), seq)
+        return kw
+
+    return make
+
+
 def generate_case(
     prompt_len: int,
     max_new_tokens: int,
@@ -433,6 +514,18 @@ def parallel_row_case(batch: tuple[int, ...], d_in: int, d_out: int, world_size:
 def parallel_ffn_case(batch: tuple[int, ...], d_model: int, d_ff: int, world_size: int, x_std: float = 1.0) -> Make:
     swiglu = swiglu_case(batch, d_model, d_ff, x_std)
     return lambda rng: {"world_size": world_size, **swiglu(rng)}
+
+
+def with_grad_output(make: Make, d_out_key: str) -> Make:
+    """A backward case: `make`'s inputs and a gradient of the output, ~ N(0, 1), shaped as the
+    output (in_features' leading dimensions, then the size under d_out_key or its weight's rows)."""
+
+    def make_backward(rng: Rng) -> dict:
+        kw = make(rng)
+        d_out = kw[d_out_key] if isinstance(kw[d_out_key], int) else kw[d_out_key].shape[0]
+        return dict(kw, grad_output=randn(rng, *kw["in_features"].shape[:-1], d_out))
+
+    return make_backward
 
 
 # ---- training ----

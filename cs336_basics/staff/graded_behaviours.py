@@ -1,8 +1,9 @@
 """What the grade checks of each behaviour a public test asserts: {component: {public test: the
 graded cases that check the same behaviour}} (public cases are graded on fresh draws, hidden
 ones on their stored inputs; staff/cases/). tests/staff/test_graded_behaviours.py fails when a public
-test of a listed component is in neither GRADED nor UNGRADED, or names a case that does not exist.
-Ladder rungs (tests/test_<component>_ladder.py) are public tests too."""
+test of a component (every component of grading.toml) is in neither GRADED nor UNGRADED, or
+names a case that does not exist. A component's public tests are those of tests/test_<component>.py
+and tests/test_<component>_*.py (its ladder; parallel's adapters, heads and layers)."""
 
 GRADED: dict[str, dict[str, tuple[str, ...]]] = {
     "cross_entropy": {
@@ -195,6 +196,155 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 # Public tests that check given code or the test machinery, not the student's: {test: why}.
+# The model half: every case loads its weights by the names the adapters use, strictly, so a
+# module whose parameters have other names or shapes fails every graded case of its component.
+MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
+    "linear": {
+        "test_linear_matches_fixture": ("linear", "linear_4d", "linear_2d_bf16", "linear_f64", "linear_with_bias"),
+        "test_linear_kernel_matches_torch_builtin": ("linear_f64", "linear_with_bias_4d_f64"),
+        "test_linear_module_has_weight_out_by_in": ("linear", "linear_odd"),
+        "test_linear_module_uses_given_dtype": ("linear_2d_bf16", "linear_f64"),
+        "test_linear_loads_torch_nn_linear_state_dict_and_matches_it": ("linear_with_bias",),
+    },
+    "embedding": {
+        "test_embedding_matches_fixture": ("embedding", "embedding_unbatched_ids_bf16", "embedding_3d_ids_f64"),
+        "test_embedding_kernel_matches_torch_builtin": ("embedding_3d_ids_f64", "embedding_repeated_ids"),
+        "test_embedding_module_has_weight_vocab_by_d_model": ("embedding",),
+        "test_embedding_loads_torch_nn_embedding_state_dict_and_matches_it": ("embedding",),
+    },
+    "silu": {
+        "test_silu_matches_fixture": ("silu", "silu_bf16", "silu_extremes", "silu_extremes_fp16", "silu_4d_f64"),
+        "test_silu_kernel_matches_torch_builtin": ("silu_4d_f64", "silu_zero_and_large"),
+    },
+    "gelu": {
+        "test_gelu_matches_fixture": ("gelu", "gelu_tanh", "gelu_tanh_2d_bf16", "gelu_4d_f64"),
+        "test_gelu_kernel_matches_torch_builtin": ("gelu_4d_f64", "gelu_tanh_1d_odd"),
+        "test_gelu_far_left_tail_is_zero_on_the_scale_of_the_input": ("gelu_huge_values", "gelu_zero_and_large"),
+    },
+    "softmax": {
+        "test_softmax_matches_fixture": ("softmax", "softmax_dim0", "softmax_large_logits", "softmax_masked"),
+        "test_softmax_kernel_matches_torch_builtin": ("softmax_4d_f64", "softmax_middle_dim"),
+        "test_softmax_of_huge_logits_is_finite_and_sums_to_one": ("softmax_large_logits",),
+        "test_softmax_row_with_one_unmasked_entry_puts_all_mass_there": (
+            "softmax_masked",
+            "softmax_uniform_and_one_hot",
+        ),
+        "test_softmax_fully_masked_row_returns_zeros": ("softmax_fully_masked_row",),
+    },
+    "rmsnorm": {
+        "test_rmsnorm_matches_fixture": ("rmsnorm", "rmsnorm_small_scale", "rmsnorm_custom_eps", "rmsnorm_bf16"),
+        "test_rmsnorm_kernel_matches_torch_builtin": ("rmsnorm_rows_f64", "rmsnorm_4d_eps"),
+        "test_rmsnorm_module_has_unit_gain": ("rmsnorm",),
+        "test_rmsnorm_loads_torch_nn_rmsnorm_state_dict_and_matches_it": ("rmsnorm",),
+    },
+    "layernorm": {
+        "test_layernorm_matches_fixture": (
+            "layernorm",
+            "layernorm_bf16",
+            "layernorm_bf16_offset",
+            "layernorm_2d_f64_eps",
+        ),
+        "test_layernorm_kernel_matches_torch_builtin": ("layernorm_2d_f64_eps", "layernorm_4d_small_eps"),
+        "test_layernorm_module_parameters": ("layernorm", "layernorm_constant_row"),
+        "test_layernorm_loads_torch_nn_layernorm_state_dict_and_matches_it": ("layernorm",),
+    },
+    "swiglu": {
+        "test_swiglu_matches_fixture": ("swiglu", "swiglu_4d", "swiglu_bf16", "swiglu_2d_f64"),
+        "test_swiglu_kernel_matches_torch_builtin": ("swiglu_2d_f64", "swiglu_odd"),
+        "test_swiglu_module_state_dict_keys_follow_meta_names": ("swiglu",),
+    },
+    "positionwise_ffn": {
+        "test_positionwise_ffn_matches_fixture": (
+            "positionwise_ffn",
+            "positionwise_ffn_swish",
+            "positionwise_ffn_relu_2d_f64",
+        ),
+        "test_positionwise_ffn_kernel_matches_torch_builtin": ("positionwise_ffn_relu_2d_f64", "positionwise_ffn_odd"),
+        "test_positionwise_ffn_module_state_dict_keys": ("positionwise_ffn", "positionwise_ffn_relu_4d"),
+    },
+    "ffn_block": {
+        "test_ffn_block_matches_fixture": ("ffn_block_llama", "ffn_block_original", "ffn_block_original_2d_f64_eps"),
+        "test_ffn_block_matches_torch_builtins": ("ffn_block_original_2d_f64_eps", "ffn_block_ln_pw_odd"),
+        "test_ffn_block_is_identity_plus_ffn_of_norm": ("ffn_block_llama", "ffn_block_original"),
+        "test_ffn_block_state_dict_keys_are_cs336_block_names_and_rename_to_meta_names": ("ffn_block_llama",),
+    },
+    "attention": {
+        "test_attention_matches_fixture": ("attention_random_mask", "attention_unmasked", "attention_4d_f64"),
+        "test_attention_matches_torch_builtin_with_a_non_causal_mask": ("attention_random_mask",),
+        "test_attention_matches_torch_builtin_without_mask": ("attention_unmasked",),
+        "test_attention_adapter_matches_torch_builtin_in_float32": ("attention_random_mask", "attention_one_query"),
+        "test_attention_mask_with_leading_dims_applies_per_batch_entry": ("attention_4d_f64",),
+        "test_attention_fully_masked_query_gives_zeros_not_nan": ("attention_fully_masked_row",),
+        "test_attention_bfloat16_is_as_accurate_as_the_builtin": ("attention_2d_bf16", "attention_bf16"),
+        "test_attention_keeps_large_scores_finite": ("attention_bf16",),
+    },
+    "rope": {
+        "test_rope_matches_fixture": ("rope", "rope_positions_not_arange", "rope_shuffled_positions_f64"),
+        "test_rope_kernel_matches_complex_rotation": ("rope_shuffled_positions_f64", "rope_pair_random_positions"),
+        "test_rope_adapter_with_per_batch_positions": ("rope_positions_not_arange",),
+        "test_rope_bfloat16_is_computed_in_float32": ("rope_unbatched_bf16", "rope_bf16"),
+        "test_rope_position_zero_is_the_identity": ("rope", "rope_shuffled_positions_f64"),
+        "test_rope_dot_product_depends_only_on_the_offset": ("rope_positions_not_arange", "rope_end_of_long_table"),
+    },
+    "mha": {
+        "test_mha_matches_fixture": ("mha", "mha_rotary_gqa", "mha_4d_f64", "mha_rotary_shuffled_bf16"),
+        "test_mha_without_rotation_matches_torch_builtins": ("mha", "mha_4d_f64"),
+        "test_mha_with_rotation_and_positions_matches_torch_builtins": ("mha_rotary_gqa", "mha_3d_batch_odd"),
+        "test_mha_output_at_a_position_ignores_later_tokens": ("mha", "mha_cached_4d_gqa_padded"),
+        "test_mha_cached_steps_match_the_whole_sequence": ("mha_cached_4d_gqa_padded", "mha_cached_padded_f64"),
+        "test_mha_state_dict_keys_follow_cs336": ("mha",),
+        "test_mha_causal_mask_lets_each_query_see_itself_and_earlier_keys": ("mha", "mha_cached_4d_gqa_padded"),
+        "test_mha_padding_mask_hides_the_padding_keys": ("mha_cached_padded_bf16", "mha_cached_padded_f64"),
+    },
+    "block": {
+        "test_block_matches_fixture": ("block", "block_gqa_short", "block_f64", "block_mqa_short_bf16"),
+        "test_block_adapter_matches_builtins": ("block_f64", "block_mqa_odd"),
+        "test_block_state_dict_keys_follow_cs336": ("block",),
+        "test_block_ablation_matches_its_formula_in_builtins": ("block_post_norm_silu_eps", "block_no_norm_bf16"),
+        "test_block_without_norms_has_no_norm_weights": ("block_no_norm_bf16",),
+        "test_block_ungated_ffn_has_two_d_model_by_d_ff_matrices": (
+            "block_post_norm_silu_eps",
+            "block_pre_norm_silu_f64",
+        ),
+    },
+    "lm": {
+        "test_lm_matches_fixture": ("lm", "lm_tied_head_gqa", "lm_f64", "lm_three_layers_bf16"),
+        "test_lm_adapter_takes_cs336_names_and_a_sequence_shorter_than_the_context": ("lm", "lm_tied_head_gqa"),
+        "test_lm_tied_model_has_no_head_in_its_state_dict": ("lm_tied_head_gqa", "lm_tied_mqa_bf16"),
+        "test_lm_cached_prefix_gives_the_same_logits": ("lm_cached_gqa", "lm_cached_padded_f64"),
+        "test_lm_nope_matches_its_formula_in_builtins_without_rotation": ("lm_post_norm_nope_eps",),
+        "test_lm_nope_has_no_position_module_and_the_same_weights": ("lm_post_norm_nope_eps",),
+        "test_lm_without_norms_has_no_norm_weights": ("lm_no_norm_silu_f64",),
+    },
+    "generate": {
+        "test_generate_matches_fixture": ("generate_greedy", "generate_until_context_full", "generate_f64"),
+        "test_generate_greedy_cached_equals_recomputed": ("generate_greedy", "generate_three_layers"),
+        "test_generate_seeded_sampling_cached_equals_recomputed": ("generate_sampled", "generate_sampled_ids"),
+        "test_generate_stops_at_an_end_of_sequence_id": ("generate_stops_at_eos", "generate_sampled_stops_at_eos"),
+        "test_generate_stops_when_the_context_is_full": ("generate_until_context_full",),
+        "test_generate_zero_temperature_is_argmax": ("generate_greedy", "generate_one_token_prompt"),
+        "test_generate_top_p_keeps_the_smallest_nucleus": ("generate_top_p_filter", "generate_top_p_filter_4d_f64"),
+        "test_generate_top_p_keeps_a_wide_nucleus_as_sorting_the_whole_row_does": ("generate_top_p_filter_4d_f64",),
+        "test_generate_sampling_draws_only_from_the_nucleus": ("generate_temperature_top_p_distribution_f64",),
+    },
+    "parallel": {
+        "test_parallel_matches_fixture": ("parallel_column", "parallel_column_sharded", "parallel_row", "parallel_ffn"),
+        "test_parallel_output_equals_single_process": ("parallel_ffn_w1_f64", "parallel_ffn_w4_4d"),
+        "test_parallel_input_grad_equals_single_process": ("parallel_ffn_backward", "parallel_row_backward_f64"),
+        "test_parallel_weight_grads_gathered_equal_single_process": (
+            "parallel_ffn_backward",
+            "parallel_ffn_backward_w4",
+        ),
+        "test_parallel_ffn_forward_issues_exactly_one_all_reduce": ("parallel_ffn_collectives",),
+        "test_parallel_collectives_per_pass_are_megatrons": ("parallel_ffn_collectives", "parallel_ffn_collectives_w4"),
+        "test_parallel_column_rank_holds_its_slice_of_output_rows": ("parallel_column_sharded",),
+        "test_parallel_row_rank_holds_its_slice_of_input_columns": ("parallel_row", "parallel_row_1d_w4"),
+        "test_parallel_ffn_plan_follows_meta_llama": ("parallel_ffn", "parallel_ffn_w4_4d"),
+    },
+}
+GRADED |= MODEL_HALF
+
+
 UNGRADED: dict[str, str] = {
     "test_cross_entropy_gradient_matches_torch_builtin": "autograd's gradient of the graded forward",
     "test_cross_entropy_gradient_of_huge_logits_is_finite": "autograd's gradient of the graded forward",
@@ -217,4 +367,28 @@ UNGRADED: dict[str, str] = {
     "test_tokenizer_rejects_bad_arguments_by_name": "the given argument checks of __init__",
     "test_tokenizer_encode_rejects_a_byte_missing_from_the_vocabulary": "the given check in _encode_pretoken",
     "test_tokenizer_decode_rejects_an_unknown_id": "the given check in decode",
+    # the model half: given code (argument checks, the width rule, sharding helpers) and
+    # behaviours no graded case runs yet
+    "test_swiglu_module_default_d_ff_is_8_thirds_rounded_up_to_64": "the given width rule (nn.ffn_width)",
+    "test_ffn_block_config_default_d_ff_uses_the_8_thirds_rule": "the given width rule (nn.ffn_width)",
+    "test_ffn_block_config_rejects_bad_values": "the given argument checks of FFNBlockConfig",
+    "test_rope_buffers_stay_out_of_the_state_dict": "the given tables (register_buffer, persistent=False)",
+    "test_rope_position_beyond_max_seq_len_raises": "the given argument check (_checks.rope)",
+    "test_mha_padding_mask_must_cover_the_cached_and_new_keys": "the given argument check (_checks.padding_mask)",
+    "test_block_unknown_ablation_names_the_setting": "the given argument check of TransformerBlock",
+    "test_lm_loads_meta_names": "the given renaming (nn.convert)",
+    "test_lm_input_longer_than_the_context_raises": "the given argument check (_checks.model_inputs)",
+    "test_lm_unknown_ablation_names_the_setting": "the given argument check of TransformerLMConfig",
+    "test_generate_batch_greedy_equals_each_prompt_alone": "batched generation is beyond CS336's run_generate",
+    "test_generate_batch_seeded_sampling_equals_each_prompt_alone": "batched generation is beyond CS336's run_generate",
+    "test_generate_batch_each_sequence_stops_at_its_own_eos": "batched generation is beyond CS336's run_generate",
+    "test_generate_batch_float32_greedy_equals_each_prompt_alone": "batched generation is beyond CS336's run_generate",
+    "test_generate_batch_rejects_an_empty_prompt": "the given argument check of generate_batch",
+    "test_parallel_shard_then_gather_round_trips": "the given sharding helpers (nn.parallel.sharding)",
+    "test_parallel_indivisible_width_raises_naming_both_numbers": "the given argument checks of the parallel layers",
+    "test_parallel_model_refuses_the_norm_and_ffn_ablations": "the given argument check of ParallelTransformerLM",
+    "test_parallel_heads_split_equals_one_process": "the heads' split (ParallelMultiHeadSelfAttention): no graded case yet",
+    "test_rope_cast_to_half_keeps_float64_tables": "module.to(dtype): the adapters build RoPE and never cast it",
+    "test_linear_init_std_and_truncation": "initialisation: no graded case draws it yet",
+    "test_embedding_init_std_and_truncation": "initialisation: no graded case draws it yet",
 }

@@ -81,6 +81,19 @@ def test_fused_adamw_kernel_is_not_elementary():
     assert forbidden_calls("adamw", {"aten._fused_adamw_"}) == ["aten._fused_adamw_"]
 
 
+def test_autograd_s_derivative_of_an_elementary_operator_is_elementary():
+    from cs336_basics.elementary_ops import elementary
+
+    assert elementary("aten.sigmoid_backward") and elementary("aten.tanh_backward")
+
+
+def test_autograd_s_derivative_of_a_forbidden_operator_is_forbidden():
+    from cs336_basics.elementary_ops import elementary
+
+    assert not elementary("aten.silu_backward") and not elementary("aten._softmax_backward_data")
+    assert not elementary("aten.native_layer_norm_backward")
+
+
 def test_public_snapshot_tests_name_each_library_route_of_the_hostile_sample(tmp_path):
     """tests/staff/hostile/library_routes at home: each component's snapshot tests fail, naming
     the library call and the line of the package that made it, as the grade does."""

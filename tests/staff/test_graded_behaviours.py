@@ -11,27 +11,33 @@ import torch
 from cs336_basics.fixture_io import load_fixture
 from cs336_basics.staff.cases import CASES
 from cs336_basics.staff.graded_behaviours import GRADED, UNGRADED
+from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.mistakes import CONFUSERS
 from cs336_basics.testing import compare
 
 from .. import adapters
 
 TESTS = Path(__file__).resolve().parents[1]
+CONFIG = load_config()
 
 
 def public_tests(component: str) -> set[str]:
-    """The test functions of tests/test_<component>.py and tests/test_<component>_ladder.py."""
+    """The test functions of tests/test_<component>.py and tests/test_<component>_*.py."""
     names = set()
-    for path in (TESTS / f"test_{component}.py", TESTS / f"test_{component}_ladder.py"):
+    for path in (TESTS / f"test_{component}.py", *TESTS.glob(f"test_{component}_*.py")):
         if path.exists():
             tree = ast.parse(path.read_text())
             names |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
     return names
 
 
-@pytest.mark.parametrize("component", GRADED)
+def test_graded_behaviours_list_every_graded_component():
+    assert set(GRADED) == set(CONFIG.points)
+
+
+@pytest.mark.parametrize("component", sorted(CONFIG.points))
 def test_graded_behaviours_cover_every_public_test_of_the_component(component):
-    uncovered = public_tests(component) - set(GRADED[component]) - set(UNGRADED)
+    uncovered = public_tests(component) - set(GRADED.get(component, {})) - set(UNGRADED)
     assert uncovered == set(), f"public tests of {component} that no graded case checks"
 
 

@@ -39,6 +39,7 @@ from torch import Tensor
 from cs336_basics.atomic_write import atomic_open
 from cs336_basics.nn import convert
 from cs336_basics.nn.parallel import sharding
+from cs336_basics.nn.parallel.collectives import counting_collectives
 from cs336_basics.nn.parallel.comm import choose_backend
 
 START_METHOD_ENV = "CS336_START_METHOD"
@@ -346,6 +347,75 @@ def run_sharded(
     outputs = launch(_sharded_forward, world_size, (make_module, state_dict, x), **launch_kwargs)
     ys = [y for y, _ in outputs]
     return (torch.cat(ys, dim=-1) if outputs[0][1] else ys[0]).to(x.device)
+
+
+def _sharded_grads(
+    rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor, grad_output: Tensor
+):
+    """One rank's backward of sum(module(x) * grad_output) (this rank's slice of grad_output where
+    the module leaves its output sharded): (x's gradient, {key: this rank's weight gradient}, the
+    sharding plan, {"forward"/"backward": {collective: calls} this rank issued}), on the CPU."""
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else x.device
+    module = make_module(device=device, dtype=x.dtype)
+    plan = sharding.sharding_plan(module)
+    convert.load_state_dict(module, sharding.shard_state_dict(state_dict, plan, rank, world_size))
+    x = x.detach().to(device).requires_grad_()
+    grad = grad_output.to(device)
+    if module.output_is_sharded:
+        grad = grad.chunk(world_size, dim=-1)[rank]
+    with torch.enable_grad():  # a case may be computed under no_grad (the fork inherits it)
+        with counting_collectives() as forward:
+            y = module(x)
+        with counting_collectives() as backward:
+            y.backward(grad)
+    counts = {"forward": dict(forward), "backward": dict(backward)}
+    return x.grad.cpu(), {key: p.grad.cpu() for key, p in module.named_parameters()}, plan, counts
+
+
+def _gathered_in_group(world_size: int, x_grad: Tensor, grads: dict[str, Tensor]) -> tuple[Tensor, list[dict]]:
+    """In a running group: rank 0's x gradient and every rank's weight gradients, on every rank."""
+    dist.broadcast(x_grad, src=0)
+    shards = [{} for _ in range(world_size)]
+    for key, g in grads.items():
+        parts = [torch.empty_like(g) for _ in range(world_size)]
+        dist.all_gather(parts, g)
+        for r, part in enumerate(parts):
+            shards[r][key] = part
+    return x_grad, shards
+
+
+def run_sharded_backward(
+    make_module: Callable[..., torch.nn.Module],
+    state_dict: dict[str, Tensor],
+    x: Tensor,
+    grad_output: Tensor,
+    world_size: int,
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """The gradients of sum(module(x) * grad_output) for `run_sharded`'s module: x's gradient
+    (rank 0's: Megatron's f all-reduces it, so every rank holds the whole) and the full state
+    dict's gradients, gathered from the ranks' shards by the module's sharding plan. On a rank of
+    a running group it computes this rank's part there, as run_sharded does."""
+    if dist.is_initialized():
+        x_grad, grads, plan, _ = _sharded_grads(dist.get_rank(), world_size, make_module, state_dict, x, grad_output)
+        x_grad, shards = _gathered_in_group(world_size, x_grad, grads)
+    else:
+        ranks = launch(_sharded_grads, world_size, (make_module, state_dict, x, grad_output))
+        x_grad, shards, plan = ranks[0][0], [rank[1] for rank in ranks], ranks[0][2]
+    return x_grad.to(x.device), {k: g.to(x.device) for k, g in sharding.gather_state_dict(shards, plan).items()}
+
+
+def run_sharded_collectives(
+    make_module: Callable[..., torch.nn.Module],
+    state_dict: dict[str, Tensor],
+    x: Tensor,
+    grad_output: Tensor,
+    world_size: int,
+) -> dict[str, dict[str, int]]:
+    """{"forward": {collective: calls}, "backward": {...}}: what rank 0 issues in the passes of
+    `run_sharded_backward` (collectives.COLLECTIVES names them; every rank issues the same)."""
+    if dist.is_initialized():
+        return _sharded_grads(dist.get_rank(), world_size, make_module, state_dict, x, grad_output)[3]
+    return launch(_sharded_grads, world_size, (make_module, state_dict, x, grad_output))[0][3]
 
 
 def module_factory(cls: type, **kwargs) -> Callable[..., torch.nn.Module]:

@@ -2,13 +2,14 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import attention_case, mha_case, rope_case
+from cs336_basics.staff.builders import attention_case, mha_cached_case, mha_case, rope_case
 from cs336_basics.staff.cases.case import BF16, F64, Case
 
 scaled_dot_product_attention = partial(Case, component="attention", adapter="run_scaled_dot_product_attention")
 rope = partial(Case, component="rope", adapter="run_rope")
 multihead_self_attention = partial(Case, component="mha", adapter="run_multihead_self_attention")
 multihead_self_attention_with_rope = partial(Case, component="mha", adapter="run_multihead_self_attention_with_rope")
+multihead_self_attention_cached = partial(Case, component="mha", adapter="run_multihead_self_attention_cached")
 
 CASES = [
     # attention: CS336's shapes (4 x 12 queries, 16 keys, d_k 64) with a mask that is not causal
@@ -104,6 +105,23 @@ CASES = [
         floor=0.0085,
         dtype=BF16,
     ),
+    # a prefill then one token a call with a key/value cache: positions continue from the cache
+    # (a step at position 0 moves every later token's rotation), keys and values are kept, and
+    # the left padding is masked at every step
+    multihead_self_attention_cached(
+        "mha_cached_4d_gqa_padded",
+        seed=180,
+        make=mha_cached_case((2, 2), 7, 32, 4, 2, prefill_length=3, padded=True),
+        floor=8.7e-7,
+    ),
+    # left padding: attention_mask hides each row's padding keys, at every cached step
+    multihead_self_attention_cached(
+        "mha_cached_padded_bf16",
+        seed=181,
+        make=mha_cached_case((3,), 6, 32, 2, 1, prefill_length=1, theta=500000.0, padded=True),
+        floor=2.6e-2,
+        dtype=BF16,
+    ),
     # hidden: multi-query (one kv head) in bfloat16; 3-D batch of odd length with RoPE; one token
     multihead_self_attention_with_rope(
         "mha_mqa_bf16",
@@ -122,5 +140,13 @@ CASES = [
     ),
     multihead_self_attention(
         "mha_one_token", hidden=True, seed=1123, make=mha_case((3,), 1, 32, 8, num_kv_heads=2), floor=2.3e-7
+    ),
+    multihead_self_attention_cached(
+        "mha_cached_padded_f64",
+        hidden=True,
+        seed=1180,
+        make=mha_cached_case((4,), 9, 48, 4, 4, prefill_length=5, padded=True),
+        floor=1.4e-15,
+        dtype=F64,
     ),
 ]

@@ -2,11 +2,14 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import block_case, lm_case
+from cs336_basics.staff.builders import block_ablation_case, block_case, lm_ablation_case, lm_cached_case, lm_case
 from cs336_basics.staff.cases.case import BF16, F64, Case
 
 transformer_block = partial(Case, component="block", adapter="run_transformer_block")
 transformer_lm = partial(Case, component="lm", adapter="run_transformer_lm")
+block_ablation = partial(Case, component="block", adapter="run_transformer_block_ablation")
+lm_ablation = partial(Case, component="lm", adapter="run_transformer_lm_ablation")
+lm_cached = partial(Case, component="lm", adapter="run_transformer_lm_cached")
 
 CASES = [
     # block: CS336's pre-norm layer; grouped-query with a sequence shorter than max_seq_len
@@ -22,6 +25,21 @@ CASES = [
         floor=0.0053,
         dtype=BF16,
     ),
+    # CS336's ablations: post-norm with a SiLU FFN (an eps of 0.5 against activations of mean
+    # square 4: the block's eps must reach its norms), and no norm at all
+    block_ablation(
+        "block_post_norm_silu_eps",
+        seed=182,
+        make=block_ablation_case(2, 6, 32, 4, 64, "post", "silu", 0.5),
+        floor=5.9e-7,
+    ),
+    block_ablation(
+        "block_no_norm_bf16",
+        seed=183,
+        make=block_ablation_case(3, 5, 32, 2, 48, "none", "swiglu", 1e-5, num_kv_heads=1),
+        floor=2.2e-2,
+        dtype=BF16,
+    ),
     # hidden: multi-query, odd d_ff; a full-length bfloat16 sequence
     transformer_block(
         "block_mqa_odd",
@@ -32,6 +50,14 @@ CASES = [
     ),
     transformer_block(
         "block_bf16", hidden=True, seed=1132, make=block_case(2, 8, 32, 2, 64, 8, 10000.0), floor=5.2e-3, dtype=BF16
+    ),
+    block_ablation(
+        "block_pre_norm_silu_f64",
+        hidden=True,
+        seed=1181,
+        make=block_ablation_case(2, 7, 48, 3, 96, "pre", "silu", 0.25),
+        floor=3.1e-16,
+        dtype=F64,
     ),
     # lm: 2 layers, untied head, input shorter than the context; tied head (SmolLM2) with GQA
     transformer_lm("lm", seed=36, make=lm_case(4, 12, 100, 16, 64, 2, 4, 128), floor=1.6e-6),
@@ -48,6 +74,30 @@ CASES = [
         floor=0.019,
         dtype=BF16,
     ),
+    # the model's ablations: post-norm without positions (NoPE), eps 0.25; no norm, SiLU FFN
+    lm_ablation(
+        "lm_post_norm_nope_eps",
+        seed=184,
+        make=lm_ablation_case(2, 7, 40, 32, 2, 4, 64, "post", "none", "swiglu", 0.25),
+        floor=7.5e-7,
+    ),
+    lm_ablation(
+        "lm_no_norm_silu_f64",
+        seed=185,
+        make=lm_ablation_case(2, 6, 30, 16, 2, 2, 48, "none", "rope", "silu", 1e-5),
+        floor=6.1e-16,
+        dtype=F64,
+    ),
+    # generation's way of running the model: a prefill then one token a call, a cache per
+    # layer; a left-padded batch with its mask and each sequence's own positions
+    lm_cached("lm_cached_gqa", seed=186, make=lm_cached_case(2, 7, 50, 32, 2, 4, 64, 3, num_kv_heads=2), floor=7.5e-7),
+    lm_cached(
+        "lm_cached_padded_bf16",
+        seed=187,
+        make=lm_cached_case(3, 6, 40, 32, 2, 2, 48, 2, padded=True),
+        floor=2e-2,
+        dtype=BF16,
+    ),
     # hidden: one layer, odd vocabulary, the whole context; three layers, tied, multi-query, bfloat16
     transformer_lm(
         "lm_one_layer_full_context", hidden=True, seed=1141, make=lm_case(3, 8, 37, 8, 32, 1, 2, 64), floor=7.4e-7
@@ -59,5 +109,13 @@ CASES = [
         make=lm_case(2, 6, 50, 16, 48, 3, 4, 100, num_kv_heads=1, tie=True),
         floor=2.8e-2,
         dtype=BF16,
+    ),
+    lm_cached(
+        "lm_cached_padded_f64",
+        hidden=True,
+        seed=1182,
+        make=lm_cached_case(4, 8, 30, 16, 1, 2, 32, 4, padded=True),
+        floor=7.4e-16,
+        dtype=F64,
     ),
 ]

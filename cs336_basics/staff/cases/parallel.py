@@ -2,12 +2,15 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import parallel_column_case, parallel_ffn_case, parallel_row_case
-from cs336_basics.staff.cases.case import BF16, F64, B, Case
+from cs336_basics.staff.builders import parallel_column_case, parallel_ffn_case, parallel_row_case, with_grad_output
+from cs336_basics.staff.cases.case import BF16, EXACT_INT64, F64, B, Case
 
 column_parallel_linear = partial(Case, component="parallel", adapter="run_column_parallel_linear")
 row_parallel_linear = partial(Case, component="parallel", adapter="run_row_parallel_linear")
 parallel_swiglu = partial(Case, component="parallel", adapter="run_parallel_swiglu")
+row_backward = partial(Case, component="parallel", adapter="run_row_parallel_linear_backward")
+swiglu_backward = partial(Case, component="parallel", adapter="run_parallel_swiglu_backward")
+swiglu_collectives = partial(Case, component="parallel", adapter="run_parallel_swiglu_collectives")
 
 CASES = [
     # tensor parallelism at world size 2 (each case starts a group of processes). witness: square
@@ -33,6 +36,29 @@ CASES = [
     row_parallel_linear(
         "parallel_row_4d_bf16", seed=138, make=parallel_row_case((2, 2, 3), 32, 48, 2), floor=0.0038, dtype=BF16
     ),
+    # the backward pass: x's gradient (f all-reduces it in backward, g passes it through, the
+    # scatter's backward gathers it) and every weight's, gathered from the shards
+    swiglu_backward(
+        "parallel_ffn_backward",
+        seed=188,
+        make=with_grad_output(parallel_ffn_case((3, 4), 32, 64, 2), "d_model"),
+        floor=9.4e-7,
+    ),
+    row_backward(
+        "parallel_row_backward_f64",
+        seed=189,
+        make=with_grad_output(parallel_row_case((5,), 24, 16, 2), "d_out"),
+        floor=0.0,
+        dtype=F64,
+    ),
+    # Megatron's count: one all-reduce in forward (g), in backward one per column-parallel layer
+    # (f before w1 and before w3), nothing else
+    swiglu_collectives(
+        "parallel_ffn_collectives",
+        seed=190,
+        make=with_grad_output(parallel_ffn_case((4,), 16, 32, 2), "d_model"),
+        **EXACT_INT64,
+    ),
     # hidden: 4 ranks, odd batch shapes and a 1-D input; 1 rank (no collective at all); bfloat16
     column_parallel_linear(
         "parallel_column_w4", hidden=True, seed=1201, make=parallel_column_case((5,), 7, 12, 4), floor=9.8e-8
@@ -48,5 +74,19 @@ CASES = [
     ),
     parallel_swiglu(
         "parallel_ffn_bf16", hidden=True, seed=1205, make=parallel_ffn_case((4, 6), 24, 64, 2), floor=1.1e-2, dtype=BF16
+    ),
+    swiglu_backward(
+        "parallel_ffn_backward_w4",
+        hidden=True,
+        seed=1183,
+        make=with_grad_output(parallel_ffn_case((2, 3), 16, 32, 4), "d_model"),
+        floor=3.9e-7,
+    ),
+    swiglu_collectives(
+        "parallel_ffn_collectives_w4",
+        hidden=True,
+        seed=1184,
+        make=with_grad_output(parallel_ffn_case((2, 3), 16, 32, 4), "d_model"),
+        **EXACT_INT64,
     ),
 ]

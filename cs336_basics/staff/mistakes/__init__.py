@@ -69,23 +69,15 @@ class Mistake(Variant):
 MISTAKES: list[Mistake] = []  # each fails at least one public snapshot case
 VARIANTS: list[Variant] = []  # each passes every case
 CONFUSERS: list[Variant] = []  # wrong, not named by the catalogue: never to be given a catalogued name
-# Tensor-parallel mistakes no forward snapshot can see (the adapters return outputs, not
-# gradients or collective counts): (mistake, caught_by), each failing the test of
-# tests/test_parallel_layers.py whose id contains `caught_by`; the catalogue test checks it does.
-PARALLEL_MISTAKES_BEYOND_SNAPSHOTS: list[tuple[Mistake, str]] = []
 
 
 def mistake(name: str, owner: object, attribute: str, *, diagnosis: str, shows: str = "",
-            raises: tuple[type[BaseException], ...] = (), caught_by: str | None = None):  # fmt: skip
+            raises: tuple[type[BaseException], ...] = ()):  # fmt: skip
     """Register the decorated function as the mistake `name` (`<component>-<what>`) replacing
-    `owner.attribute`; with `caught_by`, as a parallel mistake only that test sees."""
+    `owner.attribute`."""
 
     def register(fn: Callable) -> Callable:
-        entry = Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows)
-        if caught_by is None:
-            MISTAKES.append(entry)
-        else:
-            PARALLEL_MISTAKES_BEYOND_SNAPSHOTS.append((entry, caught_by))
+        MISTAKES.append(Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows))
         return fn
 
     return register
@@ -129,5 +121,5 @@ def _in_component_order(entry) -> int:
     return COMPONENTS.index(component) if component in COMPONENTS else len(COMPONENTS)
 
 
-for _entries in (MISTAKES, VARIANTS, CONFUSERS, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS):
+for _entries in (MISTAKES, VARIANTS, CONFUSERS):
     _entries.sort(key=_in_component_order)  # stable: registration order within a component

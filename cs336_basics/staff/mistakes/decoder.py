@@ -158,10 +158,12 @@ def _split_heads(t, d_k):
     return t.unflatten(-1, (-1, d_k)).transpose(-3, -2)  # (..., heads, seq, d_k)
 
 
-def _rotate(x, rope_cache, token_positions, *heads):
+def _rotate(x, rope_cache, token_positions, kv_cache, *heads):
+    """RoPE at the reference's positions: token_positions, else those after what kv_cache holds."""
     if rope_cache is None:
         return heads
-    pos = (torch.arange(x.shape[-2]) if token_positions is None else token_positions).unsqueeze(-2)
+    past = kv_cache.length if kv_cache is not None else 0
+    pos = (torch.arange(past, past + x.shape[-2]) if token_positions is None else token_positions).unsqueeze(-2)
     return tuple(F.rope(t, *rope_cache, pos) for t in heads)
 
 
@@ -170,12 +172,23 @@ def _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_spl
     return (split(x @ w.T, d_k) for w in (q_proj_weight, k_proj_weight, v_proj_weight))
 
 
+def _cached(kv_cache, k, v):
+    """Every key and value so far: the new ones appended to the cache, as the reference does."""
+    return (k, v) if kv_cache is None else kv_cache.update(k, v)
+
+
 def _merge(out, o_proj_weight):
     return out.transpose(-3, -2).flatten(-2) @ o_proj_weight.T
 
 
-def _causal(x):
-    return F.causal_mask(x.shape[-2], x.shape[-2])
+def _mask(x, k, attention_mask, causal: bool = True):
+    """The reference's mask over (queries, keys): causal (the queries are the last positions)
+    and, with attention_mask, no padding key, for every head."""
+    mask = F.causal_mask(x.shape[-2], k.shape[-2]) if causal else None
+    if attention_mask is not None:
+        keep = attention_mask[..., None, None, :]
+        mask = keep if mask is None else mask & keep
+    return mask
 
 
 @mistake(
@@ -187,8 +200,9 @@ def _causal(x):
 def mha_no_causal_mask(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
                        token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
-    q, k = _rotate(x, rope_cache, token_positions, q, k)
-    return _merge(F.grouped_query_attention(q, k, v, None), o_proj_weight)
+    q, k = _rotate(x, rope_cache, token_positions, kv_cache, q, k)
+    k, v = _cached(kv_cache, k, v)
+    return _merge(F.grouped_query_attention(q, k, v, _mask(x, k, attention_mask, causal=False)), o_proj_weight)
 
 
 def _split_heads_strided(t, d_k):
@@ -204,8 +218,9 @@ def _split_heads_strided(t, d_k):
 def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
                           token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_strided)
-    q, k = _rotate(x, rope_cache, token_positions, q, k)
-    return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
+    q, k = _rotate(x, rope_cache, token_positions, kv_cache, q, k)
+    k, v = _cached(kv_cache, k, v)
+    return _merge(F.grouped_query_attention(q, k, v, _mask(x, k, attention_mask)), o_proj_weight)
 
 
 @mistake(
@@ -218,10 +233,11 @@ def mha_heads_split_wrong(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj
 def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
                                   rope_cache=None, token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
-    q, k = _rotate(x, rope_cache, token_positions, q, k)
+    q, k = _rotate(x, rope_cache, token_positions, kv_cache, q, k)
+    k, v = _cached(kv_cache, k, v)
     group = num_heads // k.shape[-3]
     k, v = (t.repeat(*([1] * (t.dim() - 3)), group, 1, 1) for t in (k, v))  # repeat, not repeat_interleave
-    return _merge(F.scaled_dot_product_attention(q, k, v, _causal(x)), o_proj_weight)
+    return _merge(F.scaled_dot_product_attention(q, k, v, _mask(x, k, attention_mask)), o_proj_weight)
 
 
 @mistake(
@@ -233,8 +249,9 @@ def mha_gqa_tiled_not_interleaved(x, q_proj_weight, k_proj_weight, v_proj_weight
 def mha_rope_on_values(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads, rope_cache=None,
                        token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads)
-    q, k, v = _rotate(x, rope_cache, token_positions, q, k, v)
-    return _merge(F.grouped_query_attention(q, k, v, _causal(x)), o_proj_weight)
+    q, k, v = _rotate(x, rope_cache, token_positions, kv_cache, q, k, v)
+    k, v = _cached(kv_cache, k, v)
+    return _merge(F.grouped_query_attention(q, k, v, _mask(x, k, attention_mask)), o_proj_weight)
 
 
 def _split_heads_without_transpose(t, d_k):
@@ -251,8 +268,9 @@ def _split_heads_without_transpose(t, d_k):
 def mha_heads_reshaped_without_transpose(x, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight, num_heads,
                                          rope_cache=None, token_positions=None, kv_cache=None, attention_mask=None):  # fmt: skip
     q, k, v = _heads(x, q_proj_weight, k_proj_weight, v_proj_weight, num_heads, split=_split_heads_without_transpose)
-    q, k = _rotate(x, rope_cache, token_positions, q, k)
-    out = F.grouped_query_attention(q, k, v, _causal(x))
+    q, k = _rotate(x, rope_cache, token_positions, kv_cache, q, k)
+    k, v = _cached(kv_cache, k, v)
+    out = F.grouped_query_attention(q, k, v, _mask(x, k, attention_mask))
     return out.reshape(*x.shape[:-1], -1) @ o_proj_weight.T  # merged back with the same reshape
 
 
@@ -278,7 +296,7 @@ def causal_mask_strict(num_queries, num_keys, device=None):
     diagnosis="the decoder layer normalising after each residual sum (post-norm)",
 )
 def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = block.ln1(x + block.attn(x, token_positions, kv_cache))  # Vaswani et al. 2017
+    h = block.ln1(x + block.attn(x, token_positions, kv_cache, attention_mask))  # Vaswani et al. 2017
     return block.ln2(h + block.ffn(h))
 
 
@@ -289,7 +307,7 @@ def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None, atten
     diagnosis="the decoder layer without the attention residual (h = attention(ln1(x)), not x + attention(ln1(x)))",
 )
 def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = block.attn(block.ln1(x), token_positions, kv_cache)
+    h = block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
     return h + block.ffn(block.ln2(h))
 
 
@@ -300,13 +318,13 @@ def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache
     diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention",
 )
 def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln1(x), token_positions, kv_cache)
+    h = x + block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
     return h + block.ffn(block.ln2(x))  # a parallel block by accident
 
 
 @mistake("block-norms_swapped", TransformerBlock, "forward", diagnosis="the decoder layer with ln1 and ln2 swapped")
 def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln2(x), token_positions, kv_cache)
+    h = x + block.attn(block.ln2(x), token_positions, kv_cache, attention_mask)
     return h + block.ffn(block.ln1(h))
 
 
@@ -318,14 +336,18 @@ def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None, a
     "(x + FFN(Norm(h)))",
 )
 def decoder_block_second_residual_adds_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln1(x), token_positions, kv_cache)
+    h = x + block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
     return x + block.ffn(block.ln2(h))
 
 
-def _layers(model, in_indices, token_positions, kv_cache=None):
+def _layers(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
+    """The reference's layers: positions after what the cache holds unless given, each layer's cache, the mask."""
+    if token_positions is None:
+        past = kv_cache[0].length if kv_cache else 0
+        token_positions = torch.arange(past, past + in_indices.shape[-1], device=in_indices.device)
     x = model.token_embeddings(in_indices)
     for i, layer in enumerate(model.layers):
-        x = layer(x, token_positions, kv_cache[i] if kv_cache else None)
+        x = layer(x, token_positions, kv_cache[i] if kv_cache else None, attention_mask)
     return x
 
 
@@ -336,8 +358,8 @@ def _head(model):
 @mistake(
     "lm-no_final_norm", TransformerLM, "forward", diagnosis="the language model without ln_final before the output head"
 )
-def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None):
-    return F.linear(_layers(model, in_indices, token_positions), _head(model))  # the cache ignored too
+def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
+    return F.linear(_layers(model, in_indices, token_positions, kv_cache, attention_mask), _head(model))
 
 
 @mistake(
@@ -346,8 +368,8 @@ def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None):
     "forward",
     diagnosis="the language model returning softmax probabilities instead of logits",
 )
-def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None):
-    x = _layers(model, in_indices, token_positions)  # the cache ignored too
+def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
+    x = _layers(model, in_indices, token_positions, kv_cache, attention_mask)
     return F.softmax(F.linear(model.ln_final(x), _head(model)), -1)
 
 
@@ -358,9 +380,9 @@ def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None):
     diagnosis="the language model using token_embeddings.weight as the output head even when lm_head.weight "
     "is given (untied)",
 )
-def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None):
+def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
     # (positions starting at 1 instead of 0 would be no mistake: RoPE scores depend only on offsets)
-    x = _layers(model, in_indices, token_positions, kv_cache)
+    x = _layers(model, in_indices, token_positions, kv_cache, attention_mask)
     return F.linear(model.ln_final(x), model.token_embeddings.weight)
 
 

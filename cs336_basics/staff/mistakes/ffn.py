@@ -365,7 +365,7 @@ def positionwise_ignores_biases(x, w1, b1, w2, b2, activation="gelu"):
     diagnosis="the position-wise FFN with ReLU where its activation argument says GELU",
 )
 def positionwise_relu_for_gelu(x, w1, b1, w2, b2, activation="gelu"):
-    return F.linear(F.relu(F.linear(x, w1) + b1), w2) + b2
+    return F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
 
 
 @mistake(
@@ -375,7 +375,8 @@ def positionwise_relu_for_gelu(x, w1, b1, w2, b2, activation="gelu"):
     diagnosis="the position-wise FFN adding b1 after the activation instead of before",
 )
 def positionwise_bias_after_activation(x, w1, b1, w2, b2, activation="gelu"):
-    return F.linear(F.gelu(F.linear(x, w1)) + b1, w2) + b2
+    h = F.gelu(F.linear(x, w1))
+    return F.linear(h if b1 is None else h + b1, w2, b2)
 
 
 @mistake(
@@ -385,7 +386,7 @@ def positionwise_bias_after_activation(x, w1, b1, w2, b2, activation="gelu"):
     diagnosis="the position-wise FFN applying GELU whatever its activation argument says",
 )
 def positionwise_always_gelu(x, w1, b1, w2, b2, activation="gelu"):
-    return F.linear(F.gelu(F.linear(x, w1) + b1), w2) + b2
+    return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
 
 
 @mistake(
