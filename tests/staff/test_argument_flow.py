@@ -6,24 +6,31 @@ The variants are generated from the code, not listed by hand:
   *dropped*: the adapter runs with that argument replaced (see `Dropped`), and at least one public
   case that reaches the adapter (its fixture's adapter, or one that calls it) must fail;
 - every argument of every module class's `__init__` and `forward` (cs336_basics.nn.modules) is
-  dropped *on its way down*: replaced only while a parent module builds or calls the class
-  (`called_by_a_parent`: the code that calls it runs in another module's method), and at least
-  one public case of a component in which a parent passes it must fail. This is what catches a
-  block that builds its norm without the layer's eps, or calls its attention without the cache.
+  dropped *on its way down*: replaced only while one parent class builds or calls the module
+  (`parent`: the code that calls it runs in a method of another module), one variant per parent
+  that passes it in a public case (`passed_by_a_parent` watches them all once), and at least one
+  of the public cases in which that parent passes it must fail. This is what catches a block
+  that builds its norm without the layer's eps, or calls its attention without the cache.
 
-A dropped argument becomes its default; `**kwargs` become none; a required argument keeps the
-value it had at its first call in the run, as if the code had hard-coded it. A case fails as the
-public snapshot test does: a raised exception, or an output outside the fixture's stored
-tolerance (`cs336_basics.testing.compare`). Arguments whose dropping cannot change an output are
-in EXCUSED, the one table, with the reason; an entry whose variant now fails a case, or that
-names no argument, fails the last test, so the table cannot go stale.
+A dropped argument becomes its default; `**kwargs` become none; a required argument takes
+another value of its type the public cases give an argument of that name (the adapter's own
+cases first), or, where none does, the value it had at its first call in the run, as if
+hard-coded (see `Dropped`). A case fails as its public snapshot test does: it raises, or its output is outside the fixture's stored tolerance
+(`cs336_basics.testing.compare`). Arguments whose dropping changes no public case's output are in
+EXCUSED, the one table, with the reason, or (CaughtBy) the public test of tests/ that catches the
+variant instead, which the excuse tests run. An entry whose variant now fails a public case, that
+names no argument, or whose named test no longer catches it fails, so the table cannot go stale.
 """
 
 import ast
+import contextlib
 import functools
 import inspect
+import itertools
 import sys
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,7 +43,7 @@ from cs336_basics.nn.parallel.launch import START_METHOD_ENV
 from cs336_basics.staff.cases import PUBLIC_CASES
 from cs336_basics.testing import compare
 
-from .. import adapters
+from .. import adapters, test_lm, test_module_dtypes
 
 pytestmark = pytest.mark.slow  # second tier: ~400 variants, each re-running public cases (about a minute of CPU)
 
@@ -51,15 +58,39 @@ SAME_BY_DESIGN = (
     "apart (the mistake catalogue's)"
 )
 SCENARIO = "a scenario's output is 1 per check that holds: all 1 on any valid input for a correct component"
-NO_PUBLIC_CASE = "the adapter has hidden cases only; its public tests (tests/test_*.py) call it directly"
+NO_PUBLIC_CASE = (
+    "a scenario adapter only hidden cases call: its output (1 per check that holds; train_bpe's ids in the "
+    "convention's order, 0, 1, 2, ...) is the same on any valid input for a correct component"
+)
 TABLE_LENGTH = "only the length of RoPE's precomputed table: any length that covers the positions gives one output"
 WORLD_SIZE = "a correct tensor-parallel layer gives one output, within the case's tolerance, at every world size"
-F32_WEIGHTS = (
-    "SURVIVOR: the norm computes in float32 (or the input's float64) and the cases' weights are drawn in float32, "
-    "so float32 weights hold them exactly; a kill needs float64 weights beyond float32's precision"
+
+
+@dataclass(frozen=True)
+class CaughtBy:
+    """An argument no fixture's output can show, whose dropping a public test of tests/ catches
+    (the excuse test checks that it still does)."""
+
+    reason: str
+    test: Callable
+
+
+DTYPE_CHECKED = CaughtBy(
+    "the cases' weights are drawn in float32, which a float32 parameter holds exactly, and the norm computes in "
+    "float32 (float64 for float64 input) either way; test_module_dtypes checks every parameter's dtype",
+    test_module_dtypes.test_module_parameters_take_the_given_dtype_and_device,
 )
-GAP = "SURVIVOR: no public case passes a value other than the default (the next commit adds cases)"
-ABLATION = "SURVIVOR: an ablation setting (CS336 section 7.3) that no adapter exposes; the language model's defaults"
+DEVICE_CHECKED = CaughtBy(CPU + "; test_module_dtypes builds every module on the meta device", DTYPE_CHECKED.test)
+NO_NORMS = CaughtBy(
+    "an ablation setting no adapter exposes (CS336 section 7.3); a language model without norms must have no norm "
+    "weights",
+    test_lm.test_lm_without_norms_has_no_norm_weights,
+)
+UNGATED = CaughtBy(
+    "an ablation setting no adapter exposes (CS336 section 7.3); a language model with the ungated FFN must have "
+    "no gate weights",
+    test_lm.test_lm_ungated_ffn_reaches_every_layer,
+)
 # One table: the adapter arguments ("run_x-arg"), module arguments no parent passes ("Class.method-arg") and
 # module arguments from one parent ("Parent>Class.method-arg") whose dropping changes no public case.
 EXCUSED = {
@@ -88,11 +119,7 @@ EXCUSED = {
     "run_row_parallel_linear-world_size": WORLD_SIZE,
     "run_parallel_swiglu-world_size": WORLD_SIZE,
     "run_rope-max_seq_len": TABLE_LENGTH,
-    "run_multihead_self_attention_with_rope-max_seq_len": TABLE_LENGTH,
-    "run_transformer_block-max_seq_len": TABLE_LENGTH,
-    "run_transformer_lm-context_length": TABLE_LENGTH + " (and the longest input, which every case's fits)",
     "TransformerLM>RotaryPositionalEmbedding.__init__-max_seq_len": TABLE_LENGTH,
-    "TransformerBlock>RotaryPositionalEmbedding.__init__-max_seq_len": TABLE_LENGTH,
     # module arguments no parent passes
     "TransformerLM.__init__-config": ROOT,
     "TransformerLM.__init__-device": ROOT,
@@ -112,7 +139,7 @@ EXCUSED = {
     "Linear.forward-x": ROOT + " (parents compute with its weight through the kernels)",
     # device from each parent
     **{
-        f"{by}>{cls}.__init__-device": CPU
+        f"{by}>{cls}.__init__-device": DEVICE_CHECKED
         for by, cls in (
             ("TransformerLM", "Embedding"),
             ("TransformerLM", "RMSNorm"),
@@ -132,27 +159,12 @@ EXCUSED = {
             ("PositionWiseFFN", "Linear"),
         )
     },
-    **{f"{by}>RMSNorm.__init__-dtype": F32_WEIGHTS for by in ("TransformerLM", "TransformerBlock", "FFNBlock")},
-    "FFNBlock>LayerNorm.__init__-dtype": F32_WEIGHTS,
-    "TransformerLM>TransformerBlock.__init__-norm": ABLATION,
-    "TransformerLM>TransformerBlock.__init__-ffn": ABLATION,
+    **{f"{by}>RMSNorm.__init__-dtype": DTYPE_CHECKED for by in ("TransformerLM", "TransformerBlock", "FFNBlock")},
+    "FFNBlock>LayerNorm.__init__-dtype": DTYPE_CHECKED,
+    "TransformerLM>TransformerBlock.__init__-norm": NO_NORMS,
+    "TransformerLM>TransformerBlock.__init__-ffn": UNGATED,
     "TransformerBlock>SwiGLUFFN.__init__-activation": "a block's SwiGLU always gates with SiLU (BLOCK_FFNS): no setting "
     "gives another activation",
-    # survivors the public cases do not kill yet
-    "run_generate-temperature": GAP,
-    "run_generate-seed": GAP,
-    "FFNBlock>SwiGLUFFN.__init__-activation": GAP,
-    "FFNBlock>RMSNorm.__init__-eps": GAP,
-    "TransformerBlock>RMSNorm.__init__-eps": GAP,
-    "TransformerLM>RMSNorm.__init__-eps": GAP,
-    "FFNBlock>LayerNorm.__init__-bias": GAP,
-    "FFNBlock>PositionWiseFFN.__init__-bias": GAP,
-    "TransformerBlock>MultiHeadSelfAttention.forward-token_positions": GAP,
-    "TransformerBlock>MultiHeadSelfAttention.forward-attention_mask": GAP,
-    "TransformerBlock>RotaryPositionalEmbedding.__init__-d_k": GAP,
-    "TransformerLM>TransformerBlock.__init__-eps": GAP,
-    "TransformerLM>TransformerBlock.forward-token_positions": GAP,
-    "TransformerLM>TransformerBlock.forward-attention_mask": GAP,
 }
 
 
@@ -167,8 +179,8 @@ def same(a, b) -> bool:
 
 class Dropped:
     """What a dropped argument becomes: its default; for `**kwargs`, none; for a required
-    argument, another value the public cases give an argument of that name (the first that
-    differs), or, where none does (an adapter only other adapters call, a module's argument),
+    argument, another value of its type the public cases give an argument of that name (the
+    adapter's own cases first), or, where none does (an adapter only other adapters call, a module's argument),
     the value it had at its first call in this run, as if hard-coded."""
 
     def __init__(self, parameter: inspect.Parameter, others: list = ()):
@@ -180,7 +192,7 @@ class Dropped:
             return {}
         if self.parameter.default is not inspect.Parameter.empty:
             return self.parameter.default
-        other = next((o for o in self.others if not same(o, value)), None)
+        other = next((o for o in self.others if type(o) is type(value) and not same(o, value)), None)
         if other is not None:
             return other
         if not self.seen:
@@ -227,19 +239,41 @@ def fails(case: str) -> bool:
     return not compare(actual, fx.expected, fx.tol, out_dtype=fx.out_dtype).ok
 
 
-def first_failure(cases, patches: list[tuple[object, str, object]], everyone: bool = False) -> list[str]:
-    """The cases (the first one, or with `everyone` all) that fail with `patches` applied."""
-    failed = []
+@contextlib.contextmanager
+def applied(patches: list[tuple[object, str, object]]):
+    """Inside the block, each (owner, attribute, value) of `patches` is set."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(START_METHOD_ENV, "fork")  # tensor-parallel ranks inherit the patch
         for owner, attribute, value in patches:
             mp.setattr(owner, attribute, value)
+        yield
+
+
+def first_failure(cases, patches: list[tuple[object, str, object]], everyone: bool = False) -> list[str]:
+    """The cases (the first one, or with `everyone` all) that fail with `patches` applied."""
+    failed = []
+    with applied(patches):
         for case in cases:
             if fails(case):
                 failed.append(case)
                 if not everyone:
                     break
     return failed
+
+
+def public_test_fails(test: Callable, patches: list[tuple[object, str, object]]) -> bool:
+    """Whether a test function of tests/ fails, in any of its parametrizations, with `patches` applied."""
+    grids = []
+    for mark in (m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"):
+        names = [n.strip() for n in mark.args[0].split(",")] if isinstance(mark.args[0], str) else list(mark.args[0])
+        grids.append([dict(zip(names, v if len(names) > 1 else (v,), strict=True)) for v in mark.args[1]])
+    with applied(patches):
+        for combination in itertools.product(*grids):
+            try:
+                test(**{k: v for part in combination for k, v in part.items()})
+            except (Exception, pytest.fail.Exception):  # noqa: BLE001 -- any failure of the test
+                return True
+    return False
 
 
 # Adapters: every parameter of every run_*/get_* function, on the public cases that reach it.
@@ -290,10 +324,14 @@ def adapter_id(adapter: str, name: str) -> str:
     return f"{adapter}-{name}"
 
 
+def adapter_patches(adapter: str, name: str) -> list[tuple[object, str, object]]:
+    given = sorted((fx.adapter != adapter, case) for case, fx in FIXTURES.items() if name in fx.kwargs)
+    others = [FIXTURES[case].kwargs[name] for _, case in given]  # this adapter's cases first
+    return [(adapters, adapter, dropping(getattr(adapters, adapter), name, others=others))]
+
+
 def adapter_variant_failures(adapter: str, name: str, everyone: bool = False) -> list[str]:
-    others = [fx.kwargs[name] for fx in FIXTURES.values() if name in fx.kwargs]
-    wrong = dropping(getattr(adapters, adapter), name, others=others)
-    return first_failure(cases_reaching(adapter), [(adapters, adapter, wrong)], everyone)
+    return first_failure(cases_reaching(adapter), adapter_patches(adapter, name), everyone)
 
 
 @pytest.mark.parametrize(
@@ -358,11 +396,19 @@ def flow_id(by: str, cls, method: str, name: str) -> str:
     return f"{by}>{module_id(cls, method, name)}"
 
 
+def module_patches(by: str, cls, method: str, name: str) -> list[tuple[object, str, object]]:
+    """cls.method without `name` whenever a `by` module builds or calls it."""
+    wrong = dropping(getattr(cls, method), name, when=lambda arguments, frame: parent(arguments, frame) == by)
+    return [(cls, method, wrong)]
+
+
+def module_cases(by: str, cls, method: str, name: str) -> list[str]:
+    return passed_by_a_parent().get(module_id(cls, method, name), {}).get(by, [])
+
+
 def module_variant_failures(by: str, cls, method: str, name: str, everyone: bool = False) -> list[str]:
     """The public cases that fail when `name` does not reach cls.method from a `by` parent."""
-    wrong = dropping(getattr(cls, method), name, when=lambda arguments, frame: parent(arguments, frame) == by)
-    cases = passed_by_a_parent().get(module_id(cls, method, name), {}).get(by, [])
-    return first_failure(cases, [(cls, method, wrong)], everyone)
+    return first_failure(module_cases(by, cls, method, name), module_patches(by, cls, method, name), everyone)
 
 
 @pytest.mark.parametrize(
@@ -384,28 +430,34 @@ def test_argument_flow_module_built_or_called_by_a_parent_without_the_argument_f
 # The table of excuses cannot go stale.
 
 
-def variant(entry: str):
-    """The failures function of an EXCUSED entry's variant, or None if it names no argument."""
-    adapter_variants = {adapter_id(*a): functools.partial(adapter_variant_failures, *a) for a in ADAPTER_ARGUMENTS}
-    module_variants = {module_id(*a): a for a in MODULE_ARGUMENTS}
-    if entry in adapter_variants:
-        return adapter_variants[entry]
-    by, _, module_argument = entry.rpartition(">")
-    if module_argument not in module_variants:
+def variants(entry: str) -> list[tuple[list[str], list]] | None:
+    """(public cases, patches) of each variant an EXCUSED entry names, or None if it names none."""
+    adapter_arguments = {adapter_id(*a): a for a in ADAPTER_ARGUMENTS}
+    module_arguments = {module_id(*a): a for a in MODULE_ARGUMENTS}
+    if entry in adapter_arguments:
+        return [(cases_reaching(adapter_arguments[entry][0]), adapter_patches(*adapter_arguments[entry]))]
+    by, _, argument = entry.rpartition(">")
+    parents = passed_by_a_parent().get(argument, {})
+    if argument not in module_arguments or (by and by not in parents):
         return None
-    if not by:  # no parent passes it: every parent's variant must still change nothing
-        parents = passed_by_a_parent().get(module_argument, {})
-        return lambda everyone: [f for p in parents for f in module_variant_failures(p, *module_variants[entry])]
-    if by not in passed_by_a_parent().get(module_argument, {}):
-        return None
-    return functools.partial(module_variant_failures, by, *module_variants[module_argument])
+    return [
+        (module_cases(p, *module_arguments[argument]), module_patches(p, *module_arguments[argument]))
+        for p in ([by] if by else parents)  # no parent named: every parent's, if one ever passes it
+    ]
 
 
 @pytest.mark.parametrize("entry", sorted(EXCUSED))
 def test_argument_flow_excused_argument_exists_and_still_changes_no_public_case(entry):
-    failures = variant(entry)
-    assert failures is not None, f"{entry} names no adapter argument, module argument or parent that passes one"
-    assert failures(everyone=True) == [], f"{entry} is excused but its variant now fails these cases"
+    found = variants(entry)
+    assert found is not None, f"{entry} names no adapter argument, module argument or parent that passes one"
+    failed = [case for cases, patches in found for case in first_failure(cases, patches, everyone=True)]
+    assert failed == [], f"{entry} is excused but its variant now fails these public cases"
+
+
+@pytest.mark.parametrize("entry", sorted(e for e, why in EXCUSED.items() if isinstance(why, CaughtBy)))
+def test_argument_flow_excused_argument_is_caught_by_the_public_test_its_excuse_names(entry):
+    test = EXCUSED[entry].test
+    assert all(public_test_fails(test, patches) for _, patches in variants(entry)), f"{test.__name__} passes"
 
 
 def test_argument_flow_watching_the_modules_changes_no_case():

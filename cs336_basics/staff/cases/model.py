@@ -22,6 +22,15 @@ CASES = [
         floor=0.0053,
         dtype=BF16,
     ),
+    # witness (tests/staff/test_argument_flow.py): a block that builds its norms without `eps`,
+    # calls its attention without `token_positions` or `attention_mask`, or builds its RoPE
+    # with another head size (the cases above all have d_k = 16) fails here
+    transformer_block(
+        "block_eps_positions_padding",
+        seed=160,
+        make=block_case(2, 7, 48, 6, 96, 24, 10000.0, eps=0.5, positions="shuffled", padding=True),
+        floor=3.0e-7,
+    ),
     # hidden: multi-query, odd d_ff; a full-length bfloat16 sequence
     transformer_block(
         "block_mqa_odd",
@@ -47,6 +56,14 @@ CASES = [
         make=lm_case(1, 8, 40, 8, 32, 3, 2, 64, rope_theta=1000.0),
         floor=0.019,
         dtype=BF16,
+    ),
+    # witness (test_argument_flow.py): a language model that builds its layers or final norm
+    # without `eps`, or calls its layers without `token_positions` or `attention_mask`, fails here
+    transformer_lm(
+        "lm_eps_positions_padding",
+        seed=161,
+        make=lm_case(2, 8, 40, 24, 32, 2, 4, 64, eps=0.25, positions="random", padding=True),
+        floor=1.2e-6,
     ),
     # hidden: one layer, odd vocabulary, the whole context; three layers, tied, multi-query, bfloat16
     transformer_lm(

@@ -278,7 +278,7 @@ def causal_mask_strict(num_queries, num_keys, device=None):
     diagnosis="the decoder layer normalising after each residual sum (post-norm)",
 )
 def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = block.ln1(x + block.attn(x, token_positions, kv_cache))  # Vaswani et al. 2017
+    h = block.ln1(x + block.attn(x, token_positions, kv_cache, attention_mask))  # Vaswani et al. 2017
     return block.ln2(h + block.ffn(h))
 
 
@@ -289,7 +289,7 @@ def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None, atten
     diagnosis="the decoder layer without the attention residual (h = attention(ln1(x)), not x + attention(ln1(x)))",
 )
 def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = block.attn(block.ln1(x), token_positions, kv_cache)
+    h = block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
     return h + block.ffn(block.ln2(h))
 
 
@@ -300,13 +300,13 @@ def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache
     diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention",
 )
 def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln1(x), token_positions, kv_cache)
+    h = x + block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
     return h + block.ffn(block.ln2(x))  # a parallel block by accident
 
 
 @mistake("block-norms_swapped", TransformerBlock, "forward", diagnosis="the decoder layer with ln1 and ln2 swapped")
 def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln2(x), token_positions, kv_cache)
+    h = x + block.attn(block.ln2(x), token_positions, kv_cache, attention_mask)
     return h + block.ffn(block.ln1(h))
 
 
@@ -318,14 +318,14 @@ def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None, a
     "(x + FFN(Norm(h)))",
 )
 def decoder_block_second_residual_adds_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln1(x), token_positions, kv_cache)
+    h = x + block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
     return x + block.ffn(block.ln2(h))
 
 
-def _layers(model, in_indices, token_positions, kv_cache=None):
+def _layers(model, in_indices, token_positions, kv_cache=None, attention_mask=None):
     x = model.token_embeddings(in_indices)
     for i, layer in enumerate(model.layers):
-        x = layer(x, token_positions, kv_cache[i] if kv_cache else None)
+        x = layer(x, token_positions, kv_cache[i] if kv_cache else None, attention_mask)
     return x
 
 
@@ -336,8 +336,10 @@ def _head(model):
 @mistake(
     "lm-no_final_norm", TransformerLM, "forward", diagnosis="the language model without ln_final before the output head"
 )
-def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None):
-    return F.linear(_layers(model, in_indices, token_positions), _head(model))  # the cache ignored too
+def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
+    return F.linear(
+        _layers(model, in_indices, token_positions, None, attention_mask), _head(model)
+    )  # the cache ignored too
 
 
 @mistake(
@@ -346,8 +348,8 @@ def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None):
     "forward",
     diagnosis="the language model returning softmax probabilities instead of logits",
 )
-def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None):
-    x = _layers(model, in_indices, token_positions)  # the cache ignored too
+def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
+    x = _layers(model, in_indices, token_positions, None, attention_mask)  # the cache ignored too
     return F.softmax(F.linear(model.ln_final(x), _head(model)), -1)
 
 
@@ -358,9 +360,9 @@ def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None):
     diagnosis="the language model using token_embeddings.weight as the output head even when lm_head.weight "
     "is given (untied)",
 )
-def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None):
+def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
     # (positions starting at 1 instead of 0 would be no mistake: RoPE scores depend only on offsets)
-    x = _layers(model, in_indices, token_positions, kv_cache)
+    x = _layers(model, in_indices, token_positions, kv_cache, attention_mask)
     return F.linear(model.ln_final(x), model.token_embeddings.weight)
 
 
