@@ -45,7 +45,7 @@ from cs336_basics.testing import compare
 
 from .. import adapters, test_lm, test_module_dtypes
 
-pytestmark = pytest.mark.slow  # second tier: ~400 variants, each re-running public cases (about a minute of CPU)
+pytestmark = pytest.mark.slow  # second tier: ~330 variants, each re-running public cases (~30 s of CPU)
 
 FIXTURES = {c.name: load_fixture(c.name) for c in PUBLIC_CASES}
 TORCH_MODULE_FILE = inspect.getfile(nn.Module)
@@ -287,6 +287,7 @@ def adapter_functions() -> dict[str, object]:
     }
 
 
+@functools.cache
 def callees() -> dict[str, set[str]]:
     """{adapter: the adapters.py functions its body names}, from the source."""
     tree = ast.parse(Path(adapters.__file__).read_text())
