@@ -234,10 +234,17 @@ def run_transformer_block(
     theta: float,
     weights: dict[str, Tensor],
     in_features: Float[Tensor, " batch sequence_length d_model"],
+    eps: float = 1e-5,
+    token_positions: Int[Tensor, " batch sequence_length"] | None = None,
+    attention_mask: Bool[Tensor, " batch sequence_length"] | None = None,
 ) -> Float[Tensor, " batch sequence_length d_model"]:
+    """Beyond CS336: the norms' eps; token_positions for RoPE (default 0, 1, ...); attention_mask,
+    False at the keys to hide (padding)."""
     kv_heads = _kv_heads(num_heads, d_model, weights["attn.k_proj.weight"])
-    block = TransformerBlock(d_model, num_heads, d_ff, max_seq_len, theta, kv_heads, **_like(weights["ln1.weight"]))
-    return _loaded(block, weights)(in_features)
+    block = TransformerBlock(
+        d_model, num_heads, d_ff, max_seq_len, theta, kv_heads, eps=eps, **_like(weights["ln1.weight"])
+    )
+    return _loaded(block, weights)(in_features, token_positions, None, attention_mask)
 
 
 def run_transformer_block_ablation(
@@ -281,9 +288,14 @@ def run_transformer_lm(
     rope_theta: float,
     weights: dict[str, Tensor],
     in_indices: Int[Tensor, " batch_size sequence_length"],
+    eps: float = 1e-5,
+    token_positions: Int[Tensor, " batch_size sequence_length"] | None = None,
+    attention_mask: Bool[Tensor, " batch_size sequence_length"] | None = None,
 ) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
-    """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings."""
-    return _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)(in_indices)
+    """Beyond CS336: no `lm_head.weight` in `weights` means tied embeddings; the norms' eps;
+    token_positions (default 0, 1, ...); attention_mask, False at the keys to hide (padding)."""
+    model = _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights, eps=eps)
+    return model(in_indices, token_positions, None, attention_mask)
 
 
 def run_transformer_lm_ablation(

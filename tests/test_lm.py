@@ -132,6 +132,11 @@ def test_lm_without_norms_has_no_norm_weights():
     assert not [k for k in model.state_dict() if ".ln" in k or k.startswith("ln")]
 
 
+def test_lm_ungated_ffn_reaches_every_layer():
+    model = TransformerLM(dataclasses.replace(config(), ffn="silu"))
+    assert not [k for k in model.state_dict() if k.endswith("ffn.w3.weight")], "a layer kept SwiGLU's gate"
+
+
 @pytest.mark.parametrize(("setting", "value"), [("norm", "rms"), ("position", "alibi"), ("ffn", "mlp")])
 def test_lm_unknown_ablation_names_the_setting(setting, value):
     with pytest.raises(ValueError, match=f"{setting} must be one of .*got '{value}'"):

@@ -28,6 +28,7 @@ MODULES = {
     "swiglu": lambda **kw: SwiGLUFFN(8, 16, **kw),
     "positionwise_ffn": lambda **kw: PositionWiseFFN(8, 16, **kw),
     "ffn_block": lambda **kw: FFNBlock(FFNBlockConfig(8, 16, norm="layernorm", ffn="positionwise", bias=True), **kw),
+    "ffn_block_llama": lambda **kw: FFNBlock(FFNBlockConfig(8, 16), **kw),  # RMSNorm and SwiGLU
     "mha": lambda **kw: MultiHeadSelfAttention(8, 2, 1, **kw),
     "block": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, **kw),
     "lm": lambda **kw: TransformerLM(TransformerLMConfig(20, 16, 8, 2, 2, 16), **kw),

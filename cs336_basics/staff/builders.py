@@ -300,16 +300,44 @@ def block_case(
     max_seq_len: int,
     theta: float,
     num_kv_heads: int | None = None,
+    eps: float | None = None,
+    positions: str = "none",
+    padding: bool = False,
 ) -> Make:
-    return lambda rng: dict(
-        d_model=d_model,
-        num_heads=num_heads,
-        d_ff=d_ff,
-        max_seq_len=max_seq_len,
-        theta=theta,
-        weights=_block_weights(rng, d_model, num_heads, num_kv_heads or num_heads, d_ff),
-        in_features=randn(rng, batch, seq, d_model, std=2.0),
-    )
+    """eps, token_positions (_positions' kinds) and a padding mask (padding_mask) when asked."""
+
+    def make(rng):
+        kw = dict(
+            d_model=d_model,
+            num_heads=num_heads,
+            d_ff=d_ff,
+            max_seq_len=max_seq_len,
+            theta=theta,
+            weights=_block_weights(rng, d_model, num_heads, num_kv_heads or num_heads, d_ff),
+            in_features=randn(rng, batch, seq, d_model, std=2.0),
+        )
+        return kw | _sequence_options(rng, batch, seq, max_seq_len, eps, positions, padding)
+
+    return make
+
+
+def padding_mask(rng: Rng, batch: int, seq: int) -> Tensor:
+    """(batch, seq) bools, False (a key to hide) with probability 1/4, never key 0: every query
+    still sees a key through the causal mask."""
+    mask = torch.from_numpy(rng.random((batch, seq)) >= 0.25)
+    mask[:, 0] = True
+    return mask
+
+
+def _sequence_options(rng: Rng, batch: int, seq: int, max_seq_len: int, eps, positions: str, padding: bool) -> dict:
+    """The block's and the language model's optional arguments, those asked for only."""
+    kw = {} if eps is None else {"eps": eps}
+    pos = _positions(rng, (batch,), seq, max_seq_len, positions)
+    if pos is not None:
+        kw["token_positions"] = pos
+    if padding:
+        kw["attention_mask"] = padding_mask(rng, batch, seq)
+    return kw
 
 
 def _lm_weights(
@@ -348,7 +376,12 @@ def lm_case(
     rope_theta: float = 10000.0,
     num_kv_heads: int | None = None,
     tie: bool = False,
+    eps: float | None = None,
+    positions: str = "none",
+    padding: bool = False,
 ) -> Make:
+    """eps, token_positions (_positions' kinds) and a padding mask (padding_mask) when asked."""
+
     def make(rng):
         w = _lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
         ids = randint(rng, 0, vocab_size, (batch, seq))
@@ -357,6 +390,7 @@ def lm_case(
             **_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
             weights=w,
             in_indices=ids,
+            **_sequence_options(rng, batch, seq, context_length, eps, positions, padding),
         )
 
     return make

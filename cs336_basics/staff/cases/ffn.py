@@ -77,6 +77,23 @@ CASES = [
         floor=0.0023,
         dtype=BF16,
     ),
+    # witness (tests/staff/test_argument_flow.py): a block that builds its SwiGLU without
+    # `activation` (GeGLU comes out as SwiGLU) or its RMSNorm without `eps` fails here; the cases
+    # above gate with SiLU only and their one other eps (1e-6, bfloat16) is below rounding
+    ffn_block(
+        "ffn_block_geglu_eps",
+        seed=157,
+        make=ffn_block_case((3, 5), 32, 96, "rmsnorm", "swiglu", "gelu", eps=0.5),
+        floor=1.5e-7,
+    ),
+    # witness (test_argument_flow.py): a block that builds its LayerNorm or PositionWiseFFN without
+    # `bias` (both default to biases) fails here; the cases above all have biases
+    ffn_block(
+        "ffn_block_original_no_bias",
+        seed=158,
+        make=ffn_block_case((4, 6), 24, 80, "layernorm", "positionwise", "silu"),
+        floor=1.8e-7,
+    ),
     # hidden: both configs with odd d_ff; LayerNorm without bias + ReLU on a 1-D input; bfloat16
     ffn_block(
         "ffn_block_ln_pw_odd",

@@ -66,6 +66,14 @@ CASES = [
         dtype=F64,
     ),
     generate("generate_sampled", seed=146, make=generate_case(4, 12, 32, 32, 32, 2, 4, 64, temperature=1.0, top_p=0.9)),
+    # witness (tests/staff/test_argument_flow.py): generation that ignores `temperature` (greedy)
+    # or `seed` fails here; generate_sampled's nucleus (top_p 0.9 of a peaked distribution) is
+    # the greedy token at every step, so it cannot tell
+    generate(
+        "generate_sampled_hot",
+        seed=159,
+        make=generate_case(4, 12, 32, 32, 32, 2, 4, 64, temperature=2.0, top_p=1.0),
+    ),
     generate(
         "generate_stops_at_eos",
         seed=147,

@@ -39,6 +39,14 @@ CASES = [
         make=block_ablation_case(3, 5, 32, 2, 48, "none", "swiglu", 1e-5, num_kv_heads=1),
         floor=2.2e-2,
         dtype=BF16,
+    # witness (tests/staff/test_argument_flow.py): a block that builds its norms without `eps`,
+    # calls its attention without `token_positions` or `attention_mask`, or builds its RoPE
+    # with another head size (the cases above all have d_k = 16) fails here
+    transformer_block(
+        "block_eps_positions_padding",
+        seed=160,
+        make=block_case(2, 7, 48, 6, 96, 24, 10000.0, eps=0.5, positions="shuffled", padding=True),
+        floor=3.0e-7,
     ),
     # hidden: multi-query, odd d_ff; a full-length bfloat16 sequence
     transformer_block(
@@ -97,6 +105,13 @@ CASES = [
         make=lm_cached_case(3, 6, 40, 32, 2, 2, 48, 2, padded=True),
         floor=2e-2,
         dtype=BF16,
+    # witness (test_argument_flow.py): a language model that builds its layers or final norm
+    # without `eps`, or calls its layers without `token_positions` or `attention_mask`, fails here
+    transformer_lm(
+        "lm_eps_positions_padding",
+        seed=161,
+        make=lm_case(2, 8, 40, 24, 32, 2, 4, 64, eps=0.25, positions="random", padding=True),
+        floor=1.2e-6,
     ),
     # hidden: one layer, odd vocabulary, the whole context; three layers, tied, multi-query, bfloat16
     transformer_lm(

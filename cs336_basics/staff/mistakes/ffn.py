@@ -299,7 +299,7 @@ def layernorm_missing_bias(x, weight, bias, eps=1e-5):
 def layernorm_no_upcast(x, weight, bias, eps=1e-5):
     mean = x.mean(-1, keepdim=True)
     var = (x - mean).pow(2).mean(-1, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+    return (x - mean) / torch.sqrt(var + eps) * weight + (0 if bias is None else bias)
 
 
 # ---- feed-forward networks and the FFN block ---------------------------------------------------------
@@ -365,7 +365,7 @@ def positionwise_ignores_biases(x, w1, b1, w2, b2, activation="gelu"):
     diagnosis="the position-wise FFN with ReLU where its activation argument says GELU",
 )
 def positionwise_relu_for_gelu(x, w1, b1, w2, b2, activation="gelu"):
-    return F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
+    return plus_bias(F.linear(F.relu(plus_bias(F.linear(x, w1), b1)), w2), b2)
 
 
 @mistake(
@@ -375,8 +375,7 @@ def positionwise_relu_for_gelu(x, w1, b1, w2, b2, activation="gelu"):
     diagnosis="the position-wise FFN adding b1 after the activation instead of before",
 )
 def positionwise_bias_after_activation(x, w1, b1, w2, b2, activation="gelu"):
-    h = F.gelu(F.linear(x, w1))
-    return F.linear(h if b1 is None else h + b1, w2, b2)
+    return plus_bias(F.linear(plus_bias(F.gelu(F.linear(x, w1)), b1), w2), b2)
 
 
 @mistake(
@@ -386,7 +385,7 @@ def positionwise_bias_after_activation(x, w1, b1, w2, b2, activation="gelu"):
     diagnosis="the position-wise FFN applying GELU whatever its activation argument says",
 )
 def positionwise_always_gelu(x, w1, b1, w2, b2, activation="gelu"):
-    return F.linear(F.gelu(F.linear(x, w1, b1)), w2, b2)
+    return plus_bias(F.linear(F.gelu(plus_bias(F.linear(x, w1), b1)), w2), b2)
 
 
 @mistake(

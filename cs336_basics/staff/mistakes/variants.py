@@ -61,7 +61,10 @@ def layernorm_torch_var(x, weight, bias, eps=1e-5):
 @variant("swiglu-matmuls", F, "swiglu_ffn")
 def swiglu_in_three_lines(x, w1, w2, w3, activation="silu"):
     gate = x @ w1.T
-    gate = gate * torch.sigmoid(up(gate)).to(gate.dtype)  # SiLU, sigmoid in float32 (float64 kept)
+    if activation == "silu":
+        gate = gate * torch.sigmoid(up(gate)).to(gate.dtype)  # SiLU, sigmoid in float32 (float64 kept)
+    else:  # the gate's other nonlinearities (GeGLU, ...): this variant is about the matmuls
+        gate = F.get_activation(activation)(gate)
     return (gate * (x @ w3.T)) @ w2.T
 
 
