@@ -93,6 +93,20 @@ def cross_entropy_indexed_not_gathered(inputs, targets):
     return (_logsumexp(x)[:, None] - x[:, t]).mean().to(inputs.dtype)  # x[:, t] is (N, N)
 
 
+@mistake(
+    "cross_entropy-no_float32_upcast",
+    F,
+    "cross_entropy",
+    diagnosis="cross-entropy computed in the input's 16-bit dtype (bfloat16 cannot hold 1 + exp(-3), so a "
+    "confident model's loss is 6 % off): upcast the logits to float32, compute, cast the loss back once",
+)
+def cross_entropy_no_upcast(inputs, targets):
+    # the reference with its upcast deleted
+    shifted = inputs - inputs.amax(dim=-1, keepdim=True)
+    log_normalizer = shifted.exp().sum(dim=-1).log()
+    return (log_normalizer - shifted.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)).mean()
+
+
 @variant("cross_entropy-logsumexp", F, "cross_entropy")
 def cross_entropy_logsumexp(inputs, targets):
     x, t = _flat(inputs, targets)
