@@ -9,6 +9,7 @@ is raised. The accepted variants are correct implementations written differently
 pass every case, which shows the tolerances are not tighter than the arithmetic allows.
 """
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,12 @@ from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV
 from cs336_basics.staff.cases import HIDDEN_CASES, PUBLIC_CASES
 from cs336_basics.staff.grader.fresh import fresh_fixture
-from cs336_basics.staff.mistakes import MISTAKES, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS, VARIANTS
+from cs336_basics.staff.mistakes import (
+    INIT_MISTAKES_BEYOND_SNAPSHOTS,
+    MISTAKES,
+    PARALLEL_MISTAKES_BEYOND_SNAPSHOTS,
+    VARIANTS,
+)
 from cs336_basics.testing import SHOWS, compare, likely_mistakes
 
 from .. import adapters
@@ -142,6 +148,23 @@ def test_catalogue_parallel_mistake_beyond_snapshots_fails_a_layer_test(mistake,
         assert failures(mistake.raises, first_for=mistake.component) == {}, "a snapshot sees it: move it to MISTAKES"
         fails = _parallel_layer_failures()
     assert any(caught_by in f for f in fails), f"{mistake.name} fails {fails}, none about {caught_by}"
+
+
+def _public_test(component: str, name: str):
+    """The public test `name` of tests/test_<component>.py."""
+    return getattr(importlib.import_module(f"tests.test_{component}"), name)
+
+
+@pytest.mark.parametrize(
+    "mistake, test", INIT_MISTAKES_BEYOND_SNAPSHOTS, ids=[m.name for m, _ in INIT_MISTAKES_BEYOND_SNAPSHOTS]
+)
+def test_catalogue_init_mistake_fails_its_public_test_which_the_reference_passes(mistake, test):
+    check = _public_test(mistake.component, test)
+    check()  # the reference passes
+    with mistake.applied(), pytest.raises(AssertionError):
+        check()
+    with mistake.applied():
+        assert failures(mistake.raises, first_for=mistake.component) == {}, "a snapshot sees it: move it to MISTAKES"
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])

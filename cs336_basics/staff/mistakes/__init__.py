@@ -73,16 +73,24 @@ CONFUSERS: list[Variant] = []  # wrong, not named by the catalogue: never to be 
 # gradients or collective counts): (mistake, caught_by), each failing the test of
 # tests/test_parallel_layers.py whose id contains `caught_by`; the catalogue test checks it does.
 PARALLEL_MISTAKES_BEYOND_SNAPSHOTS: list[tuple[Mistake, str]] = []
+# Initialisation mistakes (a module's constructor): every snapshot case loads its weights, so none
+# sees them. (mistake, test): each fails the public test `test` of tests/test_<component>.py, and
+# the reference passes it; the catalogue test checks both.
+INIT_MISTAKES_BEYOND_SNAPSHOTS: list[tuple[Mistake, str]] = []
 
 
 def mistake(name: str, owner: object, attribute: str, *, diagnosis: str, shows: str = "",
-            raises: tuple[type[BaseException], ...] = (), caught_by: str | None = None):  # fmt: skip
+            raises: tuple[type[BaseException], ...] = (), caught_by: str | None = None,
+            init_test: str | None = None):  # fmt: skip
     """Register the decorated function as the mistake `name` (`<component>-<what>`) replacing
-    `owner.attribute`; with `caught_by`, as a parallel mistake only that test sees."""
+    `owner.attribute`; with `caught_by`, as a parallel mistake only that test sees; with
+    `init_test`, as an initialisation mistake that public test catches."""
 
     def register(fn: Callable) -> Callable:
         entry = Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows)
-        if caught_by is None:
+        if init_test is not None:
+            INIT_MISTAKES_BEYOND_SNAPSHOTS.append((entry, init_test))
+        elif caught_by is None:
             MISTAKES.append(entry)
         else:
             PARALLEL_MISTAKES_BEYOND_SNAPSHOTS.append((entry, caught_by))
@@ -129,5 +137,5 @@ def _in_component_order(entry) -> int:
     return COMPONENTS.index(component) if component in COMPONENTS else len(COMPONENTS)
 
 
-for _entries in (MISTAKES, VARIANTS, CONFUSERS, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS):
+for _entries in (MISTAKES, VARIANTS, CONFUSERS, PARALLEL_MISTAKES_BEYOND_SNAPSHOTS, INIT_MISTAKES_BEYOND_SNAPSHOTS):
     _entries.sort(key=_in_component_order)  # stable: registration order within a component
