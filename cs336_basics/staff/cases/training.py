@@ -231,6 +231,16 @@ CASES = [
         make=gradient_clipping_case({"a": (3, 4), "b": (6,)}, 0.5, 2.0, with_norm=True),
         floor=4.3e-8,
     ),
+    # witness (public; gradient_clipping_f16_squares_overflow is its hidden twin): float16
+    # gradients of up to ~2e3, whose squares (4e6) are past float16's 65504: a norm summed in
+    # float16 is inf and the gradients are scaled to 0; summed in float32 the norm is ~2e3
+    gradient_clipping_of(
+        "gradient_clipping_f16_large_gradients",
+        seed=167,
+        make=gradient_clipping_case({"a": (4, 6), "b": (9,)}, 1.0, 2000.0),
+        floor=3.7e-4,
+        dtype=F16,
+    ),
     # hidden: bfloat16; one 3-D gradient far above the max; exactly at the max (left alone)
     gradient_clipping_of(
         "gradient_clipping_bf16",

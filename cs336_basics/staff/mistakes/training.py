@@ -399,6 +399,26 @@ def clip_reads_parameters_twice(parameters, max_l2_norm, eps=1e-6):
     return norm
 
 
+@mistake(
+    "gradient_clipping-no_float32_upcast",
+    optim,
+    "gradient_clipping",
+    diagnosis="gradient clipping with the norm summed in the gradients' 16-bit dtype (float16 squares of "
+    "gradients above 256 are inf, so every gradient is scaled to 0): accumulate the norm in float32",
+    shows="gradients scaled to about 0, by a norm far too large (float16 squares summed in float16 overflow "
+    "to inf: accumulate the norm in float32)",
+)
+def clip_norm_in_gradient_dtype(parameters, max_l2_norm, eps=1e-6):
+    # the reference with its upcast deleted
+    grads = _grads(parameters)
+    norm = torch.stack([g.pow(2).sum() for g in grads]).sum().sqrt()
+    if norm > max_l2_norm:
+        scale = max_l2_norm / (norm + eps)
+        for g in grads:
+            g.mul_(scale.to(g.dtype))
+    return norm
+
+
 @variant("gradient_clipping-clamped_coefficient", optim, "gradient_clipping")
 def clip_coefficient_clamped(parameters, max_l2_norm, eps=1e-6):
     # as torch.nn.utils.clip_grad_norm_ writes it: always multiply by min(1, max / (norm + eps))
