@@ -31,6 +31,16 @@ def test_layernorm_module_parameters():
     assert {n for n, _ in LayerNorm(24, bias=False).named_parameters()} == {"weight"}
 
 
+def test_layernorm_init_gain_is_one():
+    """torch.nn.LayerNorm's init (Ba et al. 2016 start from the identity): gain 1."""
+    assert torch.equal(LayerNorm(24).weight.detach(), torch.ones(24))
+
+
+def test_layernorm_init_bias_is_zero():
+    """torch.nn.LayerNorm's init: bias 0."""
+    assert torch.equal(LayerNorm(24).bias.detach(), torch.zeros(24))
+
+
 def test_layernorm_loads_torch_nn_layernorm_state_dict_and_matches_it():
     """The same keys as torch.nn.LayerNorm (weight, bias): its state dict loads strictly."""
     theirs, ours = torch.nn.LayerNorm(24, eps=1e-5, dtype=F64), LayerNorm(24, dtype=F64)

@@ -33,6 +33,11 @@ def test_rmsnorm_module_has_unit_gain():
     assert norm.eps == 1e-6
 
 
+def test_rmsnorm_init_gain_is_one():
+    """CS336 a1 section 3.4.1: RMSNorm's gain starts at 1 (the identity scale)."""
+    assert torch.equal(RMSNorm(24).weight.detach(), torch.ones(24))
+
+
 def test_rmsnorm_loads_torch_nn_rmsnorm_state_dict_and_matches_it():
     """The same key as torch.nn.RMSNorm (weight, the gain): its state dict loads strictly."""
     theirs, ours = torch.nn.RMSNorm(24, eps=1e-5, dtype=F64), RMSNorm(24, dtype=F64)

@@ -74,9 +74,11 @@ def embedding_case(batch: tuple[int, ...], vocab_size: int, d_model: int) -> Mak
     return make
 
 
-def pointwise_case(batch: tuple[int, ...], std: float, extremes: tuple[float, ...] = (), **scalars) -> Make:
+def pointwise_case(
+    batch: tuple[int, ...], std: float, extremes: tuple[float, ...] = (), mean: float = 0.0, **scalars
+) -> Make:
     def make(rng):
-        x = randn(rng, *batch, std=std)
+        x = randn(rng, *batch, std=std, mean=mean)
         if extremes:  # witness values written into the first entries
             x.view(-1)[: len(extremes)] = torch.tensor(extremes)
         return dict(in_features=x, **scalars)

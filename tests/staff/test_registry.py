@@ -3,6 +3,7 @@ is what PyTorch's built-in kernels give, within the case's tolerance; and the gr
 components are the package's components. Its layout: a component's cases in one area module."""
 
 import itertools
+from collections import Counter
 
 import pytest
 import torch
@@ -45,3 +46,10 @@ def test_registry_keeps_each_component_s_cases_together_in_one_area_module():
             hidden = [c.hidden for c in area.CASES if c.component == comp]
             assert hidden == sorted(hidden), f"{area.__name__}: a public {comp} case after a hidden one"
     assert list(dict.fromkeys(c.component for c in PUBLIC_CASES)) == list(COMPONENTS)
+
+
+def test_registry_gives_every_case_a_seed_of_its_own():
+    """Two cases drawn from one seed share their inputs' randomness: a witness of one is not a
+    fresh draw for the other."""
+    seeds = Counter(c.seed for c in CASES)
+    assert {s: n for s, n in seeds.items() if n > 1} == {}

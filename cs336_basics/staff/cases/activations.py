@@ -40,6 +40,10 @@ CASES = [
         floor=5.7e-7,
         dtype=F16,
     ),
+    # witness: float16 inputs around -13, where sigmoid(x) ~ 2e-6 is below float16's smallest normal
+    # (6.1e-5) and keeps 5 bits: x * sigmoid(x) computed in float16 rounds there first (a few % off),
+    # in float32 and cast once it is off by half an ulp of the product (the handout's dtype policy)
+    silu("silu_fp16_left_tail", seed=160, make=pointwise_case(B + (64,), std=0.5, mean=-13.0), floor=6.8e-4, dtype=F16),
     silu("silu_4d_f64", seed=150, make=pointwise_case((2, 3, 4, 5), std=3.0), floor=1.2e-16, dtype=F64),
     # hidden: exactly 0 and large magnitudes (x or 0, never NaN); odd 1-D; bfloat16 4-D
     silu(
@@ -65,6 +69,16 @@ CASES = [
         seed=104,
         make=pointwise_case((6, 40), std=3.0, approximate="tanh"),
         floor=0.0016,
+        dtype=BF16,
+    ),
+    # witness: bfloat16 inputs around -4.25, the left tail where GELU ~ x exp(-x^2/2): an error of
+    # half an ulp in -x / sqrt(2) (or in u, tanh form) moves erfc (sigmoid) by ~x^2 times as much, so
+    # the formula computed in bfloat16 is off by ~3 %, against half an ulp computed in float32
+    gelu(
+        "gelu_bf16_left_tail",
+        seed=161,
+        make=pointwise_case((6, 40), std=0.25, mean=-4.25, approximate="none"),
+        floor=3.1e-3,
         dtype=BF16,
     ),
     gelu(
@@ -111,6 +125,12 @@ CASES = [
     softmax("softmax_large_logits", seed=10, make=softmax_case((6, 50), dim=-1, std=BIG, mean=BIG), floor=2.4e-59),
     softmax("softmax_masked", seed=11, make=softmax_case((8, 16), dim=-1, std=2.0, mask_fraction=0.5), floor=1.1e-7),
     softmax("softmax_2d_bf16", seed=106, make=softmax_case((6, 20), dim=-1, std=3.0), floor=0.0019, dtype=BF16),
+    # witness: a float16 row over a vocabulary of 68000 (Llama 3's has 128256) of near-equal logits,
+    # an untrained model's: the sum of exps, ~67700, is past float16's largest finite value (65504),
+    # so computed in float16 it is inf and every probability 0; in float32 each is ~1.5e-5
+    softmax(
+        "softmax_fp16_vocab_row", seed=162, make=softmax_case((1, 68000), dim=-1, std=1e-3), floor=1.1e-3, dtype=F16
+    ),
     softmax("softmax_4d_f64", seed=107, make=softmax_case((2, 3, 4, 5), dim=2, std=2.0), floor=9.5e-17, dtype=F64),
     # hidden: along a middle dim of a 4-D input; 1-D; a uniform row and a one-hot row; bfloat16
     softmax(

@@ -1,15 +1,30 @@
 """Scaled dot-product attention, RoPE and multi-head self-attention."""
 
+import math
 from functools import partial
 
-from cs336_basics.staff.builders import attention_case, mha_cached_case, mha_case, rope_case
-from cs336_basics.staff.cases.case import BF16, F64, Case
+from cs336_basics.staff.builders import attention_case, edited, mha_cached_case, mha_case, rope_case
+from cs336_basics.staff.cases.case import BF16, F16, F64, Case
 
 scaled_dot_product_attention = partial(Case, component="attention", adapter="run_scaled_dot_product_attention")
 rope = partial(Case, component="rope", adapter="run_rope")
 multihead_self_attention = partial(Case, component="mha", adapter="run_multihead_self_attention")
 multihead_self_attention_with_rope = partial(Case, component="mha", adapter="run_multihead_self_attention_with_rope")
 multihead_self_attention_cached = partial(Case, component="mha", adapter="run_multihead_self_attention_cached")
+
+OUTLIER = 100.0  # a query/key pair ~100x the others: the outlier features of LLMs (Dettmers et al. 2022)
+
+
+def _outlier_pairs_rotated_onto_an_axis(kw: dict) -> None:
+    """In batch entry 0 at sequence indices 1..8, pair 0 (angle = position, its frequency being
+    theta^0 = 1) becomes OUTLIER * (sin p, cos p): rotated by p it is (0, OUTLIER), so its first
+    output is 0 up to the rounding of x, and a cos or sin table rounded to x's dtype leaves
+    ~OUTLIER * 2^-9 there, where the rest of the output has an RMS of ~OUTLIER / 20."""
+    x, positions = kw["in_query_or_key"], kw["token_positions"]
+    for i in range(1, 9):
+        p = float(positions[i])
+        x[0, i, 0], x[0, i, 1] = OUTLIER * math.sin(p), OUTLIER * math.cos(p)
+
 
 CASES = [
     # attention: CS336's shapes (4 x 12 queries, 16 keys, d_k 64) with a mask that is not causal
@@ -33,6 +48,17 @@ CASES = [
         make=attention_case((), 6, 9, 16, 16, mask="fully_masked_row"),
         floor=0.0036,
         dtype=BF16,
+    ),
+    # witness: float16 attention of one query over a context of 66000 keys (Llama 3.1 reads 128k)
+    # with near-uniform scores: the softmax's sum of exps, ~66000, is past float16's largest finite
+    # value (65504), so a softmax computed in float16 makes every probability 0 and the output 0;
+    # in float32 each probability is ~1.5e-5 and the output is V's mean
+    scaled_dot_product_attention(
+        "attention_fp16_long_context",
+        seed=165,
+        make=attention_case((1,), 1, 66000, 2, 2, scale=0.01),
+        floor=5.2e-4,
+        dtype=F16,
     ),
     # hidden: a query that may attend to nothing (zeros, not NaN); 3-D bfloat16; one query
     scaled_dot_product_attention(
@@ -71,6 +97,16 @@ CASES = [
         dtype=F64,
     ),
     rope("rope_unbatched_bf16", seed=120, make=rope_case((), 10, 32, 1000.0, 32), floor=0.0025, dtype=BF16),
+    # witness: bfloat16 with outlier pairs whose rotation lands on an axis (see the edit): computed
+    # in float32 from float32 tables that output is 0 to within its rounding, from tables rounded to
+    # bfloat16 it is off by 5 % of the output's RMS (the handout's dtype policy for RoPE)
+    rope(
+        "rope_bf16_outlier_pairs",
+        seed=164,
+        make=edited(rope_case((4,), 12, 64, 10000.0, 2048), _outlier_pairs_rotated_onto_an_axis),
+        floor=1.4e-3,
+        dtype=BF16,
+    ),
     # hidden: the last positions of an 8192 table with Llama 3's theta 500000; 2-D bfloat16; d_k 2
     rope(
         "rope_end_of_long_table",

@@ -39,12 +39,13 @@ CASES = [
         make=block_ablation_case(3, 5, 32, 2, 48, "none", "swiglu", 1e-5, num_kv_heads=1),
         floor=2.2e-2,
         dtype=BF16,
+    ),
     # witness (tests/staff/test_argument_flow.py): a block that builds its norms without `eps`,
     # calls its attention without `token_positions` or `attention_mask`, or builds its RoPE
     # with another head size (the cases above all have d_k = 16) fails here
     transformer_block(
         "block_eps_positions_padding",
-        seed=160,
+        seed=191,
         make=block_case(2, 7, 48, 6, 96, 24, 10000.0, eps=0.5, positions="shuffled", padding=True),
         floor=3.0e-7,
     ),
@@ -62,7 +63,7 @@ CASES = [
     block_ablation(
         "block_pre_norm_silu_f64",
         hidden=True,
-        seed=1181,
+        seed=1185,
         make=block_ablation_case(2, 7, 48, 3, 96, "pre", "silu", 0.25),
         floor=3.1e-16,
         dtype=F64,
@@ -105,11 +106,12 @@ CASES = [
         make=lm_cached_case(3, 6, 40, 32, 2, 2, 48, 2, padded=True),
         floor=2e-2,
         dtype=BF16,
+    ),
     # witness (test_argument_flow.py): a language model that builds its layers or final norm
     # without `eps`, or calls its layers without `token_positions` or `attention_mask`, fails here
     transformer_lm(
         "lm_eps_positions_padding",
-        seed=161,
+        seed=192,
         make=lm_case(2, 8, 40, 24, 32, 2, 4, 64, eps=0.25, positions="random", padding=True),
         floor=1.2e-6,
     ),
@@ -128,7 +130,7 @@ CASES = [
     lm_cached(
         "lm_cached_padded_f64",
         hidden=True,
-        seed=1182,
+        seed=1186,
         make=lm_cached_case(4, 8, 30, 16, 1, 2, 32, 4, padded=True),
         floor=7.4e-16,
         dtype=F64,

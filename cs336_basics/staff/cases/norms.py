@@ -63,6 +63,15 @@ CASES = [
         floor=2.6e-3,
         dtype=BF16,
     ),
+    # witness: a mean of 1000 against a spread of 1 in float32: the variance as E[x^2] - E[x]^2
+    # subtracts two numbers of ~1e6 whose float32 rounding (~0.06 each) is the size of the variance
+    # itself; E[(x - mean)^2] never forms them (Welford 1962; torch.nn.LayerNorm centres first)
+    layernorm(
+        "layernorm_large_mean",
+        seed=163,
+        make=layernorm_case(B, 64, eps=1e-5, x_std=1.0, x_mean=1000.0),
+        floor=1.3e-4,
+    ),
     # eps comparable with the variance: a hard-coded 1e-5 fails
     layernorm(
         "layernorm_2d_f64_eps",

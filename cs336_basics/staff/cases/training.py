@@ -53,6 +53,16 @@ CASES = [
         "cross_entropy_far_targets", seed=73, make=cross_entropy_case((6, 10), 64, std=60.0, mean=-150.0), floor=1.4e-8
     ),
     cross_entropy("cross_entropy_huge_logits", seed=74, make=cross_entropy_case((8,), 32, std=BIG), floor=3.5e-8),
+    # witness (public; cross_entropy_bf16_confident is its hidden twin): two classes, the target's
+    # logit 3 above the other, so every loss is log(1 + exp(-3)) = 0.0486; bfloat16 cannot hold
+    # 1 + exp(-3) (it rounds to 1.046875), so the formula computed in bfloat16 is 6 % low
+    cross_entropy(
+        "cross_entropy_bf16_confident_rows",
+        seed=166,
+        make=cross_entropy_case((4, 6), 2, std=0.0, target_margin=3.0),
+        floor=3.5e-5,
+        dtype=BF16,
+    ),
     cross_entropy(
         "cross_entropy_4d_f64", seed=133, make=cross_entropy_case((2, 3, 4), 30, std=3.0), floor=0.0, dtype=F64
     ),
@@ -220,6 +230,16 @@ CASES = [
         seed=153,
         make=gradient_clipping_case({"a": (3, 4), "b": (6,)}, 0.5, 2.0, with_norm=True),
         floor=4.3e-8,
+    ),
+    # witness (public; gradient_clipping_f16_squares_overflow is its hidden twin): float16
+    # gradients of up to ~2e3, whose squares (4e6) are past float16's 65504: a norm summed in
+    # float16 is inf and the gradients are scaled to 0; summed in float32 the norm is ~2e3
+    gradient_clipping_of(
+        "gradient_clipping_f16_large_gradients",
+        seed=167,
+        make=gradient_clipping_case({"a": (4, 6), "b": (9,)}, 1.0, 2000.0),
+        floor=3.7e-4,
+        dtype=F16,
     ),
     # hidden: bfloat16; one 3-D gradient far above the max; exactly at the max (left alone)
     gradient_clipping_of(

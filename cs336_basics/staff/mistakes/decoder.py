@@ -93,16 +93,38 @@ def sdpa_no_scale(Q, K, V, mask=None):
     return F.softmax(_masked(Q @ K.transpose(-1, -2), _blocked(mask)), -1) @ V
 
 
+@mistake(
+    "attention-softmax_in_half_precision",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention with its softmax computed in the input's 16-bit dtype (over more than 65504 keys the "
+    "float16 sum of exps is inf): compute the scores' softmax in float32 (your softmax does)",
+)
+def sdpa_softmax_in_half(Q, K, V, mask=None):
+    scores = _masked(Q * (1.0 / math.sqrt(Q.shape[-1])) @ K.transpose(-1, -2), _blocked(mask))  # not upcast
+    return _softmax_in_input_dtype(scores) @ V
+
+
+def _softmax_in_input_dtype(s):
+    """The reference's softmax over the last dimension, with its upcast deleted."""
+    e = torch.exp(s - s.amax(-1, keepdim=True).clamp(min=torch.finfo(s.dtype).min))
+    return e * e.sum(-1, keepdim=True).clamp(min=torch.finfo(s.dtype).tiny).reciprocal()
+
+
 # ---- rope -------------------------------------------------------------------------------------------
 
 _rope = F.rope  # the correct kernel, for mistakes that call it while F.rope is replaced
 
 
-def _rope_with_angles(x, ang):
-    c, s = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+def _rope_with_tables(x, c, s):
+    """Adjacent pairs rotated by the gathered tables c, s (..., seq, d_k/2), in x's dtype."""
     p = x.unflatten(-1, (-1, 2))
     x0, x1 = p[..., 0], p[..., 1]
     return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), -1).flatten(-2)
+
+
+def _rope_with_angles(x, ang):
+    return _rope_with_tables(x, ang.cos().to(x.dtype), ang.sin().to(x.dtype))
 
 
 @mistake(
@@ -149,6 +171,18 @@ def rope_frequency_uses_k_not_2k(x, cos, sin, token_positions):
     inv_freq = torch.acos(cos[1].double().clamp(-1, 1))  # position 1's angles: theta^(-2k/d_k), all in [0, 1]
     angles = token_positions.to(torch.float64)[..., None] * inv_freq.sqrt()  # theta^(-k/d_k)
     return _rope_with_angles(x, angles)
+
+
+@mistake(
+    "rope-no_float32_upcast",
+    F,
+    "rope",
+    diagnosis="RoPE computed in the input's 16-bit dtype (cos and sin rounded to bfloat16): gather the tables "
+    "in float32, rotate in float32, cast back once",
+)
+def rope_no_upcast(x, cos, sin, token_positions):
+    # the reference with its upcast deleted
+    return _rope_with_tables(x, cos[token_positions].to(x.dtype), sin[token_positions].to(x.dtype))
 
 
 # ---- mha: each mistake changes one step of project -> split heads -> rotate -> attend -> merge -------

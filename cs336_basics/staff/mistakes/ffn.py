@@ -25,6 +25,7 @@ def linear_transposed(x, weight, bias=None):
     return plus_bias(x @ weight, bias)
 
 
+IN_HALF = "an output computed in the input's 16-bit dtype (upcast to float32, compute, cast back once)"
 NO_BIASES = "an output without the biases added (check that each bias given is added)"
 
 
@@ -114,6 +115,18 @@ def silu_as_exp_ratio(x):
 
 
 @mistake(
+    "silu-no_float32_upcast",
+    F,
+    "silu",
+    diagnosis="SiLU computed in the input's 16-bit dtype (sigmoid(x) of float16 x < -10 is a subnormal of a "
+    "few bits): upcast to float32, compute, cast back once",
+    shows=IN_HALF,  # the exp-ratio mistake, also computed in float16, gives the same output there
+)
+def silu_no_upcast(x):
+    return x * torch.sigmoid(x)  # the reference with its upcast deleted
+
+
+@mistake(
     "gelu-tanh_for_exact",
     F,
     "gelu",
@@ -142,6 +155,20 @@ def gelu_sigmoid_approximation(x, approximate="none"):
 
 
 @mistake(
+    "gelu-no_float32_upcast",
+    F,
+    "gelu",
+    diagnosis="GELU computed in the input's 16-bit dtype (in the left tail erfc and sigmoid magnify the "
+    "rounding of their argument): upcast to float32, compute, cast back once",
+)
+def gelu_no_upcast(x, approximate="none"):
+    # the reference with its upcast deleted
+    if approximate == "tanh":
+        return x * torch.sigmoid(2.0 * math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3)))
+    return 0.5 * x * torch.erfc(-x / math.sqrt(2.0))
+
+
+@mistake(
     "softmax-no_max_subtraction",
     F,
     "softmax",
@@ -163,6 +190,21 @@ def softmax_always_last_dim(x, dim=-1):
 def softmax_divides_by_max(x, dim=-1):
     e = torch.exp(up(x) - up(x).amax(dim, keepdim=True))
     return (e / e.amax(dim, keepdim=True)).to(x.dtype)
+
+
+@mistake(
+    "softmax-no_float32_upcast",
+    F,
+    "softmax",
+    diagnosis="softmax computed in the input's 16-bit dtype (the sum of exps of a float16 row longer than "
+    "65504 overflows to inf): upcast to float32, compute, cast back once",
+)
+def softmax_no_upcast(x, dim=-1):
+    # the reference with its upcast deleted
+    row_max = x.amax(dim=dim, keepdim=True).clamp(min=torch.finfo(x.dtype).min)
+    exps = torch.exp(x - row_max)
+    total = exps.sum(dim=dim, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
+    return exps * total.reciprocal()
 
 
 # ---- norms -----------------------------------------------------------------------------------------
@@ -300,6 +342,21 @@ def layernorm_no_upcast(x, weight, bias, eps=1e-5):
     mean = x.mean(-1, keepdim=True)
     var = (x - mean).pow(2).mean(-1, keepdim=True)
     return (x - mean) / torch.sqrt(var + eps) * weight + (0 if bias is None else bias)
+
+
+@mistake(
+    "layernorm-variance_as_mean_square_minus_square_mean",
+    F,
+    "layernorm",
+    diagnosis="LayerNorm with the variance as mean(x^2) - mean(x)^2, which cancels in float32 when the mean "
+    "is large against the spread: use mean((x - mean)^2)",
+)
+def layernorm_variance_by_cancellation(x, weight, bias, eps=1e-5):
+    x_c = up(x)
+    mean = x_c.mean(-1, keepdim=True)
+    var = x_c.pow(2).mean(-1, keepdim=True) - mean.pow(2)  # two numbers of ~mean^2, subtracted
+    out = (x_c - mean) * torch.rsqrt(var + eps) * up(weight)
+    return (out + (0 if bias is None else up(bias))).to(x.dtype)
 
 
 # ---- feed-forward networks and the FFN block ---------------------------------------------------------

@@ -93,6 +93,20 @@ def cross_entropy_indexed_not_gathered(inputs, targets):
     return (_logsumexp(x)[:, None] - x[:, t]).mean().to(inputs.dtype)  # x[:, t] is (N, N)
 
 
+@mistake(
+    "cross_entropy-no_float32_upcast",
+    F,
+    "cross_entropy",
+    diagnosis="cross-entropy computed in the input's 16-bit dtype (bfloat16 cannot hold 1 + exp(-3), so a "
+    "confident model's loss is 6 % off): upcast the logits to float32, compute, cast the loss back once",
+)
+def cross_entropy_no_upcast(inputs, targets):
+    # the reference with its upcast deleted
+    shifted = inputs - inputs.amax(dim=-1, keepdim=True)
+    log_normalizer = shifted.exp().sum(dim=-1).log()
+    return (log_normalizer - shifted.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)).mean()
+
+
 @variant("cross_entropy-logsumexp", F, "cross_entropy")
 def cross_entropy_logsumexp(inputs, targets):
     x, t = _flat(inputs, targets)
@@ -382,6 +396,26 @@ def clip_reads_parameters_twice(parameters, max_l2_norm, eps=1e-6):
         for p in parameters:
             if p.grad is not None:
                 p.grad.mul_(max_l2_norm / (norm + eps))
+    return norm
+
+
+@mistake(
+    "gradient_clipping-no_float32_upcast",
+    optim,
+    "gradient_clipping",
+    diagnosis="gradient clipping with the norm summed in the gradients' 16-bit dtype (float16 squares of "
+    "gradients above 256 are inf, so every gradient is scaled to 0): accumulate the norm in float32",
+    shows="gradients scaled to about 0, by a norm far too large (float16 squares summed in float16 overflow "
+    "to inf: accumulate the norm in float32)",
+)
+def clip_norm_in_gradient_dtype(parameters, max_l2_norm, eps=1e-6):
+    # the reference with its upcast deleted
+    grads = _grads(parameters)
+    norm = torch.stack([g.pow(2).sum() for g in grads]).sum().sqrt()
+    if norm > max_l2_norm:
+        scale = max_l2_norm / (norm + eps)
+        for g in grads:
+            g.mul_(scale.to(g.dtype))
     return norm
 
 
