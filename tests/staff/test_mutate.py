@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from cs336_basics import REPO
 from cs336_basics.staff.handout import all_solution_regions
 from cs336_basics.staff.mutate import record
 from cs336_basics.staff.mutate.session import MutateConfig, component_mutants, mutate_component
+
+RECORDS = REPO / "tests" / "staff" / "mutants"
 
 FUNCTIONAL = '''\
 def helper(x):
@@ -109,3 +112,12 @@ def test_bad_record_and_config_are_refused(tmp_path):
         MutateConfig(jobs=0)
     with pytest.raises(ValueError, match="components: expected names"):
         MutateConfig(components=("silly",))
+
+
+def test_committed_records_name_current_mutants():
+    """Every entry of tests/staff/mutants/*.toml is well formed and names a mutant the tool makes now
+    (an edit to a recorded line makes its entry stale here, in the first tier, not only in a run)."""
+    for path in sorted(RECORDS.glob("*.toml")):
+        keys = {m.key for m in component_mutants(REPO, path.stem)[0]}
+        stale = [e.key for e in record.load(path) if e.key not in keys]
+        assert not stale, f"{path.name}: entries that name no current mutant: {stale}"
