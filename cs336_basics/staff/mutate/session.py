@@ -81,21 +81,22 @@ def component_mutants(repo: Path, component: str) -> tuple[list[Mutant], dict[st
     return mutants, originals
 
 
-def _in_copy(config: MutateConfig, component: str, files: list[str], limits: Limits, m: Mutant | None) -> Outcome:
+def _in_copy(
+    config: MutateConfig, component: str, files: list[str], limits: Limits, m: Mutant | None
+) -> tuple[Outcome, list[str]]:
+    """The tests on a fresh copy (mutated by `m` unless None), and the test files they ran tests from."""
     with tempfile.TemporaryDirectory(prefix=f"mutate-{component}-", dir=config.workdir) as tmp:
         copy = Path(tmp)
         make_copy(config.repo, copy)
         if m is not None:
             (copy / m.file).write_text(m.text)
         outcome = run_tests(copy, config.repo, component, files, limits)
-        if m is None:
-            files[:] = test_files(copy / "junit.xml", copy)
-    return outcome
+        return outcome, test_files(copy / "junit.xml", copy)
 
 
 def _baseline(config: MutateConfig, component: str) -> tuple[Outcome, list[str]]:
-    files = sorted(p.relative_to(config.repo).as_posix() for p in (config.repo / "tests").glob("test_*.py"))
-    outcome = _in_copy(config, component, files, Limits(None, BASELINE_WALL_S), None)
+    every = sorted(p.relative_to(config.repo).as_posix() for p in (config.repo / "tests").glob("test_*.py"))
+    outcome, files = _in_copy(config, component, every, Limits(None, BASELINE_WALL_S), None)
     if outcome.status != "survived" or not files:
         raise RuntimeError(
             f"{component}: the unmutated public tests must pass and select tests, got {outcome.status} "
@@ -117,7 +118,7 @@ def mutate_component(config: MutateConfig, component: str, progress: Callable[[s
     lock = threading.Lock()
 
     def one(m: Mutant) -> None:
-        outcome = _in_copy(config, component, files, limits, m)
+        outcome = _in_copy(config, component, files, limits, m)[0]
         with lock:
             result.outcomes[m.key] = outcome
             done = len(result.outcomes)
