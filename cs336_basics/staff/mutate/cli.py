@@ -10,7 +10,11 @@ def _run(args) -> int:
     from cs336_basics.staff.mutate import report
     from cs336_basics.staff.mutate.session import MutateConfig, component_mutants, mutate_component
 
-    config = MutateConfig(components=tuple(args.k or COMPONENTS), jobs=args.jobs, cpu_factor=args.cpu_factor)
+    try:
+        config = MutateConfig(components=tuple(args.k or COMPONENTS), jobs=args.jobs, cpu_factor=args.cpu_factor)
+    except ValueError as e:
+        print(f"cs336 mutate: {e}", file=sys.stderr)
+        return 2
     if args.list:
         for component in config.components:
             for m in component_mutants(config.repo, component)[0]:

@@ -2,6 +2,7 @@
 survived, timeout, wall seconds), then each survivor the record does not excuse with its diff and a
 `[[survivor]]` table to start its record from, the excused ones one line each, and stale entries."""
 
+from cs336_basics.staff.mutate.record import toml_entry
 from cs336_basics.staff.mutate.session import ComponentResult
 
 
@@ -22,8 +23,6 @@ def table(results: list[ComponentResult]) -> str:
 
 def survivors(result: ComponentResult, verbose: bool = False) -> str:
     """The survivors of one component: unexcused ones with their diff, excused ones in one line."""
-    from cs336_basics.staff.mutate.record import toml_entry
-
     j, out = result.judgement, []
     for m in j.unrecorded:
         out.append(f"\nUNRECORDED survivor of {result.component} ({m.qualname}, line {m.line}): {m.mutation}")
