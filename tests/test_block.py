@@ -123,6 +123,11 @@ def test_block_without_norms_has_no_norm_weights():
     assert keys == set(cs336_weights(4)) - {"ln1.weight", "ln2.weight"}
 
 
+def test_block_passes_its_eps_to_both_norms():
+    block = TransformerBlock(D, 4, H, MAX_LEN, THETA, eps=1e-2)
+    assert (block.ln1.eps, block.ln2.eps) == (1e-2, 1e-2)
+
+
 def test_block_ungated_ffn_has_two_d_model_by_d_ff_matrices():
     ffn = TransformerBlock(D, 4, H_SILU, MAX_LEN, THETA, ffn="silu").ffn
     shapes = {k: tuple(v.shape) for k, v in ffn.state_dict().items()}

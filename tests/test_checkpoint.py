@@ -10,6 +10,7 @@ import io
 import os
 import pickle
 
+import numpy as np
 import pytest
 import torch
 
@@ -99,6 +100,16 @@ def test_checkpoint_write_replaces_the_file_whole_and_leaves_no_temporary(tmp_pa
     model, optimizer = new(seed=2)
     run_save_checkpoint(model, optimizer, 7, path)  # over an existing checkpoint
     assert os.listdir(tmp_path) == ["checkpoint.pt"] and read_checkpoint(path)["iteration"] == 7
+
+
+def test_checkpoint_iteration_may_be_a_numpy_integer(tmp_path):
+    """A NumPy integer is an integer (numbers.Integral): it is stored as a plain int, so the file
+    still loads with weights_only=True (which refuses NumPy scalars) and the iteration comes back 7."""
+    model, optimizer = new(seed=2)
+    path = tmp_path / "checkpoint.pt"
+    run_save_checkpoint(model, optimizer, np.int64(7), path)
+    fresh, fresh_optimizer = new(seed=1)
+    assert run_load_checkpoint(path, fresh, fresh_optimizer) == 7
 
 
 class _FailsToPickle:

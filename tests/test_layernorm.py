@@ -41,6 +41,17 @@ def test_layernorm_init_bias_is_zero():
     assert torch.equal(LayerNorm(24).bias.detach(), torch.zeros(24))
 
 
+def test_layernorm_module_without_bias_matches_torch_nn_layernorm():
+    """bias=False: no bias parameter, and the module still runs (its bias is None, not missing)."""
+    theirs, ours = torch.nn.LayerNorm(24, eps=1e-5, bias=False, dtype=F64), LayerNorm(24, bias=False, dtype=F64)
+    with torch.no_grad():
+        theirs.weight.mul_(rand(24, seed=3))
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    x = rand(3, 24)
+    with torch.no_grad():
+        assert_close(ours(x), theirs(x), tolerance(3.1e-16, F64), "LayerNorm(bias=False) vs torch.nn.LayerNorm")
+
+
 def test_layernorm_loads_torch_nn_layernorm_state_dict_and_matches_it():
     """The same keys as torch.nn.LayerNorm (weight, bias): its state dict loads strictly."""
     theirs, ours = torch.nn.LayerNorm(24, eps=1e-5, dtype=F64), LayerNorm(24, dtype=F64)

@@ -157,3 +157,9 @@ def measure_floors(seeds=range(10)) -> dict[str, float]:
                 ids = ids_of(seq, seed)
                 floors.keep("lm.nope", model(ids), builtin_nope_lm(model, ids))
     return floors
+
+
+def test_lm_passes_its_eps_to_every_norm():
+    model = TransformerLM(dataclasses.replace(config(), eps=1e-2))
+    eps = {model.ln_final.eps} | {n.eps for layer in model.layers for n in (layer.ln1, layer.ln2)}
+    assert eps == {1e-2}

@@ -21,7 +21,7 @@ from cs336_basics.nn import (
 )
 
 MODULES = {
-    "linear": lambda **kw: Linear(8, 12, **kw),
+    "linear": lambda **kw: Linear(8, 12, bias=True, **kw),  # the bias too
     "embedding": lambda **kw: Embedding(20, 8, **kw),
     "rmsnorm": lambda **kw: RMSNorm(8, **kw),
     "layernorm": lambda **kw: LayerNorm(8, **kw),

@@ -48,3 +48,7 @@ def add_commands(commands) -> None:
     from cs336_basics.staff import similarity_cli
 
     similarity_cli.add_command(commands)
+
+    from cs336_basics.staff.mutate import cli as mutate_cli
+
+    mutate_cli.add_command(commands)

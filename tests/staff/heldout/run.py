@@ -20,7 +20,6 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[2]))  # the repository: cs336_basics.staff.public_tests
+
+from cs336_basics.staff.public_tests import make_copy, nodeid, quiet_env, repo_python, test_files  # noqa: E402
+
 MESSAGE_LINES = 40
 JUDGEMENTS = ("names", "describes", "related", "wrong", "nothing")
 
@@ -77,39 +80,6 @@ def patched_text(repo: Path, m: Mistake) -> str:
     return text.replace(m.old, m.new)
 
 
-def make_copy(repo: Path, dest: Path) -> None:
-    """The package and the tests copied (fixtures and data linked) so a patch touches only the copy."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(repo / "cs336_basics", dest / "cs336_basics", ignore=ignore, symlinks=True)
-    shutil.copytree(repo / "tests", dest / "tests", ignore=ignore, symlinks=True)
-    shutil.copy2(repo / "pyproject.toml", dest / "pyproject.toml")
-    for name in ("fixtures", "hidden_fixtures", "data"):
-        if (repo / name).exists():
-            (dest / name).symlink_to(repo / name)
-
-
-def repo_python(repo: Path) -> str:
-    candidate = repo / ".venv" / "bin" / "python"
-    return str(candidate) if candidate.exists() else sys.executable
-
-
-def quiet_env(extra: dict | None = None) -> dict:
-    env = dict(os.environ)
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-    env.pop("PYTHONPATH", None)
-    env.update(extra or {})
-    return env
-
-
-def _nodeid(classname: str, name: str, root: Path) -> str:
-    """A pytest node id from JUnit's dotted classname (module[.Class]) and test name."""
-    parts = classname.split(".")
-    for i in range(len(parts), 0, -1):
-        if (root / Path(*parts[:i])).with_suffix(".py").exists():
-            return "::".join(["/".join(parts[:i]) + ".py", *parts[i:], name])
-    return f"{classname}::{name}"
-
-
 def _shown_lines(text: str) -> list[str]:
     """What a student reads first: pytest's `E ` lines if the report has them, else the whole text."""
     lines = text.splitlines()
@@ -128,17 +98,11 @@ def first_failure(junit: Path, root: Path) -> dict | None:
             if node is not None:
                 text = node.text or node.get("message") or ""
                 return {
-                    "test": _nodeid(case.get("classname", ""), case.get("name", ""), root),
+                    "test": nodeid(case.get("classname", ""), case.get("name", ""), root),
                     "kind": kind,
                     "message": "\n".join(_shown_lines(text)),
                 }
     return None
-
-
-def test_files(junit: Path, root: Path) -> list[str]:
-    """The test files a JUnit report ran tests from, sorted as pytest was given them."""
-    cases = ET.parse(junit).getroot().iter("testcase") if junit.exists() else []
-    return sorted({_nodeid(c.get("classname", ""), c.get("name", ""), root).split("::")[0] for c in cases})
 
 
 def run_public(repo: Path, copy: Path, component: str, timeout: float, files: list[str] | None = None) -> dict:
