@@ -31,7 +31,7 @@ MODULES = {
     "ffn_block_llama": lambda **kw: FFNBlock(FFNBlockConfig(8, 16), **kw),  # RMSNorm and SwiGLU
     "mha": lambda **kw: MultiHeadSelfAttention(8, 2, 1, **kw),
     "block": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, **kw),
-    "block_silu_ffn": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, ffn="silu", **kw),  # PositionWiseFFN
+    "block_ungated": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, ffn="silu", **kw),  # PositionWiseFFN
     "lm": lambda **kw: TransformerLM(TransformerLMConfig(20, 16, 8, 2, 2, 16), **kw),
 }
 

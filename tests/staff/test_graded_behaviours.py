@@ -35,6 +35,11 @@ def test_graded_behaviours_list_every_graded_component():
     assert set(GRADED) == set(CONFIG.points)
 
 
+def test_graded_behaviours_excuse_only_public_tests_that_exist():
+    every = set().union(*(public_tests(c) for c in CONFIG.points))
+    assert set(UNGRADED) - every == set()
+
+
 @pytest.mark.parametrize("component", sorted(CONFIG.points))
 def test_graded_behaviours_cover_every_public_test_of_the_component(component):
     uncovered = public_tests(component) - set(GRADED.get(component, {})) - set(UNGRADED)

@@ -28,7 +28,7 @@ CASES = [
     # CS336's ablations: post-norm with a SiLU FFN (an eps of 0.5 against activations of mean
     # square 4: the block's eps must reach its norms), and no norm at all
     block_ablation(
-        "block_post_norm_silu_eps",
+        "block_post_norm_ungated_eps",
         seed=182,
         make=block_ablation_case(2, 6, 32, 4, 64, "post", "silu", 0.5),
         floor=5.9e-7,
@@ -61,7 +61,7 @@ CASES = [
         "block_bf16", hidden=True, seed=1132, make=block_case(2, 8, 32, 2, 64, 8, 10000.0), floor=5.2e-3, dtype=BF16
     ),
     block_ablation(
-        "block_pre_norm_silu_f64",
+        "block_pre_norm_ungated_f64",
         hidden=True,
         seed=1185,
         make=block_ablation_case(2, 7, 48, 3, 96, "pre", "silu", 0.25),
@@ -91,7 +91,7 @@ CASES = [
         floor=7.5e-7,
     ),
     lm_ablation(
-        "lm_no_norm_silu_f64",
+        "lm_no_norm_ungated_f64",
         seed=185,
         make=lm_ablation_case(2, 6, 30, 16, 2, 2, 48, "none", "rope", "silu", 1e-5),
         floor=6.1e-16,

@@ -94,7 +94,7 @@ def sdpa_no_scale(Q, K, V, mask=None):
 
 
 @mistake(
-    "attention-softmax_in_half_precision",
+    "attention-scores_normalised_in_half_precision",
     F,
     "scaled_dot_product_attention",
     diagnosis="attention with its softmax computed in the input's 16-bit dtype (over more than 65504 keys the "
