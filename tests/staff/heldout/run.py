@@ -152,7 +152,11 @@ def _toml_table(name: str, table: dict) -> str:
 
 
 def run_grade(repo: Path, copy: Path, component: str, timeout: float) -> dict:
-    """`cs336 grade` of the copy's package for this one component (a config holding only its points)."""
+    """`cs336 grade` of the copy's package for this one component (a config holding only its points).
+    The copy's staff/ folder is removed first: a student's package has none (the handout leaves it
+    out), and the grader's source rule checks a submission's staff/ folder, so keeping it would
+    score every component 0."""
+    shutil.rmtree(copy / "cs336_basics" / "staff", ignore_errors=True)
     config = tomllib.loads((repo / "cs336_basics" / "staff" / "grading.toml").read_text())
     points = config["points"][component]
     cfg = copy / "grade.toml"
