@@ -1,12 +1,14 @@
 """grade_all grades submissions in threads of one process, so the static check (grader/
-static_check.py) parses sources in several threads at once, while the collector runs finalizers
+static_check.py) and the source rule (source_rule.py) parse sources in several threads at once, while the collector runs finalizers
 in them: on CPython 3.11 before 3.11.8 such concurrent ast.parse calls can fail with "AST
 constructor recursion depth mismatch" (python/cpython#106905), and a submission's review was
 then empty."""
 
 import threading
 
-from cs336_basics import REPO
+import pytest
+
+from cs336_basics import REPO, source_rule
 from cs336_basics.staff.grader.static_check import findings_of
 
 SOURCE = (REPO / "cs336_basics" / "nn" / "functional.py").read_text()
@@ -23,14 +25,15 @@ class _Finalized:
         sum(range(50))
 
 
-def test_static_check_gives_the_same_findings_in_threads_at_once():
-    expected = findings_of(SOURCE, "cs336_basics/nn/functional.py")
+@pytest.mark.parametrize("checker", [findings_of, source_rule.check_source], ids=["static_check", "source_rule"])
+def test_static_check_gives_the_same_findings_in_threads_at_once(checker):
+    expected = checker(SOURCE, "cs336_basics/nn/functional.py")
     outcomes = []
 
     def check():
         for _ in range(100):
             try:
-                outcomes.append(findings_of(SOURCE, "cs336_basics/nn/functional.py") == expected)
+                outcomes.append(checker(SOURCE, "cs336_basics/nn/functional.py") == expected)
             except SystemError as e:
                 outcomes.append(e)
 

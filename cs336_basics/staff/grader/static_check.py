@@ -31,7 +31,6 @@ student-visible output.
 import ast
 import importlib
 import sys
-import threading
 import types
 from dataclasses import dataclass
 from functools import cache
@@ -39,12 +38,11 @@ from pathlib import Path
 
 from cs336_basics import call_rule
 from cs336_basics.builtin_guard import BANNED
+from cs336_basics.source_rule import PARSING
 
 MAX_FINDINGS = 50  # per submission: enough to review, bounded for results.json
 MAX_CODE_CHARS = 160
-# One ast.parse at a time: grade_all checks submissions in threads, and concurrent parses can fail
-# on CPython 3.11 before 3.11.8 ("AST constructor recursion depth mismatch", python/cpython#106905).
-_PARSING = threading.Lock()
+_PARSING = PARSING  # one ast.parse at a time (source_rule.PARSING says why)
 
 _SHORT = {"F": "torch.nn.functional", "aten": "torch.ops.aten", "Tensor": "Tensor"}
 # every banned built-in, as a full dotted path (torch.nn.functional.silu, torch.ops.aten.silu, ...)

@@ -41,8 +41,6 @@ import functools
 import importlib.util
 import io
 import keyword
-import sys
-import threading
 import tokenize
 import zlib
 from collections import Counter
@@ -52,6 +50,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from cs336_basics.source_rule import PARSING, parse
 
 K = 12  # tokens per k-gram
 WINDOW = 6  # k-grams per winnowing window: shared runs of K + WINDOW - 1 = 17 tokens are always found
@@ -78,7 +78,6 @@ LIBRARY_FILES = (
 
 _LAYOUT = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING}
 _LAYOUT |= {tokenize.ENDMARKER}
-_PARSING = threading.Lock()
 # what reading a file that is not Python raises (UnicodeDecodeError is a ValueError)
 _UNREADABLE = (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError)
 _FSTRING_START = {getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, n)}
@@ -212,11 +211,8 @@ def _number(text: str) -> str:
 
 
 def _parse(source: str) -> ast.Module:
-    """ast.parse, under static_check's lock if the process has it (concurrent parses can fail on
-    CPython 3.11 before 3.11.8, python/cpython#106905; grade_all checks submissions in threads)."""
-    static_check = sys.modules.get("cs336_basics.staff.grader.static_check")
-    with getattr(static_check, "_PARSING", _PARSING):
-        return ast.parse(source)
+    """ast.parse, one at a time in the process (source_rule.PARSING)."""
+    return parse(source)
 
 
 def _kept_tokens(source: str, drop: list[tuple]) -> list[tokenize.TokenInfo]:
@@ -453,5 +449,5 @@ def handout_text(rel: str) -> str:
     path = REPO / rel
     if not path.is_file():
         return ""
-    with getattr(sys.modules.get("cs336_basics.staff.grader.static_check"), "_PARSING", _PARSING):
+    with PARSING:  # stub_text parses the file too
         return stub_text(path)
