@@ -7,14 +7,14 @@ from cs336_basics.nn import Embedding
 from cs336_basics.nn import functional as F
 
 from . import _init_stats as S
+from . import adapters
 from ._helpers import assert_close, rand
-from .adapters import run_embedding
 
 
 @pytest.mark.parametrize("case", fixture_names("embedding"))
 def test_embedding_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_embedding(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("batch", [(), (7,), (2, 5), (2, 3, 4)], ids=["0d", "1d", "2d", "3d"])

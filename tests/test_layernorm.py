@@ -7,14 +7,14 @@ from cs336_basics.nn import LayerNorm
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
+from . import adapters
 from ._helpers import F64, assert_close, rand
-from .adapters import run_layernorm
 
 
 @pytest.mark.parametrize("case", fixture_names("layernorm"))
 def test_layernorm_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_layernorm(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "nobias"])

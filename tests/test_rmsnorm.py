@@ -7,14 +7,14 @@ from cs336_basics.nn import RMSNorm
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
+from . import adapters
 from ._helpers import F64, assert_close, rand
-from .adapters import run_rmsnorm
 
 
 @pytest.mark.parametrize("case", fixture_names("rmsnorm"))
 def test_rmsnorm_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_rmsnorm(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("eps", [1e-5, 0.3])

@@ -677,6 +677,15 @@ def gradient_clipping_case(
     return make
 
 
+def init_case(seeded: bool = True, **sizes: int) -> Make:
+    """A module's sizes and, if `seeded`, a seed for torch's generator (adapters.run_*_init_checks)."""
+
+    def make(rng):
+        return dict(sizes, seed=int(rng.integers(2**31))) if seeded else dict(sizes)
+
+    return make
+
+
 def get_batch_generator_case(num_tokens: int, batch_size: int, context_length: int, num_batches: int) -> Make:
     """Distinct token ids and a generator seed (adapters.run_get_batch_generator_checks)."""
 

@@ -102,6 +102,10 @@ EXCUSED = {
         for a in ("dataset", "batch_size", "context_length", "num_batches", "seed")
     },
     **{f"run_checkpoint_checks-{a}": NO_PUBLIC_CASE for a in ("weights", "scale", "steps")},
+    **{f"run_linear_init_checks-{a}": SCENARIO for a in ("d_in", "d_out", "seed")},
+    **{f"run_embedding_init_checks-{a}": SCENARIO for a in ("vocab_size", "d_model", "seed")},
+    "run_rmsnorm_init_checks-d_model": SCENARIO,
+    "run_layernorm_init_checks-d_model": SCENARIO,
     **{
         f"run_tokenizer_encode_iterable_lazily-{a}": NO_PUBLIC_CASE
         for a in ("token_bytes", "token_offsets", "merges", "special_tokens", "text")

@@ -4,8 +4,8 @@ from functools import partial
 
 import torch
 
-from cs336_basics.staff.builders import edited, embedding_case, linear_bias_case, linear_case
-from cs336_basics.staff.cases.case import BF16, EXACT, F64, B, Case
+from cs336_basics.staff.builders import edited, embedding_case, init_case, linear_bias_case, linear_case
+from cs336_basics.staff.cases.case import BF16, EXACT, EXACT_INT64, F64, B, Case
 
 
 def _repeat_ids(kw: dict) -> None:  # ids 0 and vocab-1 already first; repeat them and one more id
@@ -15,6 +15,8 @@ def _repeat_ids(kw: dict) -> None:  # ids 0 and vocab-1 already first; repeat th
 linear = partial(Case, component="linear", adapter="run_linear")
 linear_with_bias = partial(Case, component="linear", adapter="run_linear_with_bias")
 embedding = partial(Case, component="embedding", adapter="run_embedding")
+linear_init = partial(Case, component="linear", adapter="run_linear_init_checks", **EXACT_INT64)
+embedding_init = partial(Case, component="embedding", adapter="run_embedding_init_checks", **EXACT_INT64)
 
 CASES = [
     # witness: a square weight, so multiplying by W instead of W^T gives a wrong output (which can be
@@ -28,6 +30,10 @@ CASES = [
     linear_with_bias(
         "linear_with_bias_4d_f64", seed=149, make=linear_bias_case((2, 3, 4), 12, 20), floor=1.9e-16, dtype=F64
     ),
+    # initialisation (section 3.4.1): 1 per check of adapters.INIT_CHECKS that holds, from 5 standard
+    # errors of a sample of d_in * d_out draws (a correct init fails one with probability < 1e-6).
+    # witness: d_in != d_out, so a std from d_in alone is 26% off against a bound of 0.8%
+    linear_init("linear_init", seed=193, make=init_case(d_in=768, d_out=320)),
     # hidden: odd sizes, a 1-D input, bfloat16 with 4-D input
     linear("linear_odd", hidden=True, seed=1001, make=linear_case((5,), 7, 13), floor=8.6e-8),
     linear("linear_1d", hidden=True, seed=1002, make=linear_case((), 33, 17), floor=9.2e-8),
@@ -39,9 +45,12 @@ CASES = [
         floor=2.5e-3,
         dtype=BF16,
     ),
+    linear_init("linear_init_wide_out", hidden=True, seed=1196, make=init_case(d_in=200, d_out=1500)),
     embedding("embedding", seed=3, make=embedding_case(B, 100, 64), floor=EXACT),
     embedding("embedding_unbatched_ids_bf16", seed=102, make=embedding_case((9,), 50, 24), floor=EXACT, dtype=BF16),
     embedding("embedding_3d_ids_f64", seed=103, make=embedding_case((2, 2, 3), 20, 8), floor=EXACT, dtype=F64),
+    # initialisation: N(0, 1) truncated at +-3 (adapters.INIT_CHECKS), over vocab_size * d_model draws
+    embedding_init("embedding_init", seed=194, make=init_case(vocab_size=500, d_model=256)),
     # hidden: repeated ids and both ends of an odd vocabulary; 1-D and 3-D ids; bfloat16 table
     embedding(
         "embedding_repeated_ids",
@@ -52,4 +61,5 @@ CASES = [
     ),
     embedding("embedding_3d_ids", hidden=True, seed=1012, make=embedding_case((2, 3, 5), 11, 7), floor=EXACT),
     embedding("embedding_bf16", hidden=True, seed=1013, make=embedding_case((4, 6), 50, 16), floor=EXACT, dtype=BF16),
+    embedding_init("embedding_init_tall", hidden=True, seed=1197, make=init_case(vocab_size=3000, d_model=40)),
 ]

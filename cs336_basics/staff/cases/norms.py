@@ -2,8 +2,8 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import edited, layernorm_case, rmsnorm_case
-from cs336_basics.staff.cases.case import BF16, F16, F64, B, Case
+from cs336_basics.staff.builders import edited, init_case, layernorm_case, rmsnorm_case
+from cs336_basics.staff.cases.case import BF16, EXACT_INT64, F16, F64, B, Case
 
 
 def _zero_row_and_spike(kw: dict) -> None:
@@ -20,6 +20,8 @@ def _constant_row(kw: dict) -> None:
 
 rmsnorm = partial(Case, component="rmsnorm", adapter="run_rmsnorm")
 layernorm = partial(Case, component="layernorm", adapter="run_layernorm")
+rmsnorm_init = partial(Case, component="rmsnorm", adapter="run_rmsnorm_init_checks", **EXACT_INT64)
+layernorm_init = partial(Case, component="layernorm", adapter="run_layernorm_init_checks", **EXACT_INT64)
 
 CASES = [
     rmsnorm("rmsnorm", seed=12, make=rmsnorm_case(B, 64, eps=1e-5), floor=1.3e-7),
@@ -32,6 +34,8 @@ CASES = [
     # a fixed reduction axis (dim=2) fails both; activations of ~0.05 make eps = 1e-3 matter
     rmsnorm("rmsnorm_rows_f64", seed=108, make=rmsnorm_case((7,), 24, eps=1e-6), floor=0.0, dtype=F64),
     rmsnorm("rmsnorm_4d_eps", seed=109, make=rmsnorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05), floor=9e-08),
+    # initialisation: the gain 1 (adapters.INIT_CHECKS)
+    rmsnorm_init("rmsnorm_init", seed=195, make=init_case(seeded=False, d_model=64)),
     # hidden: a zero row and a row with one huge entry; 1-D with another eps; bfloat16 4-D
     rmsnorm(
         "rmsnorm_zero_row_and_spike",
@@ -86,6 +90,8 @@ CASES = [
         make=layernorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05, x_mean=-0.2),
         floor=5.1e-7,
     ),
+    # initialisation: the gain 1 and the bias 0, as torch.nn.LayerNorm's (adapters.INIT_CHECKS)
+    layernorm_init("layernorm_init", seed=196, make=init_case(seeded=False, d_model=48)),
     # hidden: a constant row (-> bias); 4-D with a large eps; 1-D bfloat16 with an offset
     layernorm(
         "layernorm_constant_row",

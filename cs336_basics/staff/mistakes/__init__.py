@@ -69,23 +69,15 @@ class Mistake(Variant):
 MISTAKES: list[Mistake] = []  # each fails at least one public snapshot case
 VARIANTS: list[Variant] = []  # each passes every case
 CONFUSERS: list[Variant] = []  # wrong, not named by the catalogue: never to be given a catalogued name
-# Initialisation mistakes (a module's constructor): every snapshot case loads its weights, so none
-# sees them. (mistake, test): each fails the public test `test` of tests/test_<component>.py, and
-# the reference passes it; the catalogue test checks both.
-INIT_MISTAKES_BEYOND_SNAPSHOTS: list[tuple[Mistake, str]] = []
 
 
 def mistake(name: str, owner: object, attribute: str, *, diagnosis: str, shows: str = "",
-            raises: tuple[type[BaseException], ...] = (), init_test: str | None = None):  # fmt: skip
+            raises: tuple[type[BaseException], ...] = ()):  # fmt: skip
     """Register the decorated function as the mistake `name` (`<component>-<what>`) replacing
-    `owner.attribute`; with `init_test`, as an initialisation mistake that public test catches."""
+    `owner.attribute`."""
 
     def register(fn: Callable) -> Callable:
-        entry = Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows)
-        if init_test is None:
-            MISTAKES.append(entry)
-        else:
-            INIT_MISTAKES_BEYOND_SNAPSHOTS.append((entry, init_test))
+        MISTAKES.append(Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows))
         return fn
 
     return register
@@ -129,5 +121,5 @@ def _in_component_order(entry) -> int:
     return COMPONENTS.index(component) if component in COMPONENTS else len(COMPONENTS)
 
 
-for _entries in (MISTAKES, VARIANTS, CONFUSERS, INIT_MISTAKES_BEYOND_SNAPSHOTS):
+for _entries in (MISTAKES, VARIANTS, CONFUSERS):
     _entries.sort(key=_in_component_order)  # stable: registration order within a component

@@ -1,8 +1,8 @@
 """Initialisation mistakes: a module constructor that creates the right parameters with the wrong
 starting values (CS336 a1 section 3.4.1: Linear ~ N(0, 2 / (d_in + d_out)) truncated at +-3
 sigma, Embedding ~ N(0, 1) truncated at +-3, biases 0). The init functions of
-cs336_basics/nn/init.py are given; the constructors that call them are the student's. No snapshot
-case sees these (every case loads its weights): each names the public test that catches it."""
+cs336_basics/nn/init.py are given; the constructors that call them are the student's. Only the init-check
+cases see these (every other case loads its weights)."""
 
 import math
 
@@ -28,7 +28,6 @@ def _linear(self, in_features, out_features, device, dtype, bias, init_weight, i
     Linear,
     "__init__",
     diagnosis="Linear initialised with std 1/sqrt(d_in) (fan-in only) instead of sqrt(2 / (d_in + d_out))",
-    init_test="test_linear_init_weight_std_is_that_of_sqrt_2_over_d_in_plus_d_out_truncated_at_3_std",
 )
 def linear_init_std_from_d_in(self, in_features, out_features, device=None, dtype=None, *, bias=False):
     std = 1 / math.sqrt(in_features)
@@ -40,7 +39,6 @@ def linear_init_std_from_d_in(self, in_features, out_features, device=None, dtyp
     Linear,
     "__init__",
     diagnosis="Linear initialised from the normal distribution without truncating it at +-3 std",
-    init_test="test_linear_init_weights_lie_within_3_std",
 )
 def linear_init_not_truncated(self, in_features, out_features, device=None, dtype=None, *, bias=False):
     std = math.sqrt(2 / (in_features + out_features))
@@ -52,7 +50,6 @@ def linear_init_not_truncated(self, in_features, out_features, device=None, dtyp
     Linear,
     "__init__",
     diagnosis="Linear with its bias initialised to ones instead of zeros",
-    init_test="test_linear_init_bias_is_zero",
 )
 def linear_init_bias_ones(self, in_features, out_features, device=None, dtype=None, *, bias=False):
     _linear(self, in_features, out_features, device, dtype, bias, init_linear_weight_, nn.init.ones_)
@@ -63,7 +60,6 @@ def linear_init_bias_ones(self, in_features, out_features, device=None, dtype=No
     Embedding,
     "__init__",
     diagnosis="Embedding initialised from N(0, 1) without truncating it at +-3",
-    init_test="test_embedding_init_weights_lie_within_3",
 )
 def embedding_init_not_truncated(self, num_embeddings, embedding_dim, device=None, dtype=None):
     nn.Module.__init__(self)
@@ -77,7 +73,6 @@ def embedding_init_not_truncated(self, num_embeddings, embedding_dim, device=Non
     LayerNorm,
     "__init__",
     diagnosis="LayerNorm with its bias initialised to ones instead of zeros",
-    init_test="test_layernorm_init_bias_is_zero",
 )
 def layernorm_init_bias_ones(self, d_model, eps=1e-5, bias=True, device=None, dtype=None):
     nn.Module.__init__(self)
