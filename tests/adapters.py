@@ -49,7 +49,15 @@ from cs336_basics.nn.modules import (
     TransformerLM,
     TransformerLMConfig,
 )
-from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelSwiGLUFFN, RowParallelLinear, collectives, launch
+from cs336_basics.nn.parallel import (
+    ColumnParallelLinear,
+    ParallelAttention,
+    ParallelSwiGLUFFN,
+    ParallelTransformerLM,
+    RowParallelLinear,
+    collectives,
+    launch,
+)
 
 
 def _loaded(module: torch.nn.Module, state_dict: dict[str, Tensor]) -> torch.nn.Module:
@@ -637,6 +645,56 @@ def run_parallel_swiglu(
     weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
     return launch.run_sharded(
         launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size
+    )
+
+
+def run_parallel_attention(
+    d_model: int,
+    num_heads: int,
+    max_seq_len: int,
+    theta: float,
+    world_size: int,
+    q_proj_weight: Float[Tensor, " d_k d_in"],
+    k_proj_weight: Float[Tensor, " d_k d_in"],
+    v_proj_weight: Float[Tensor, " d_v d_in"],
+    o_proj_weight: Float[Tensor, " d_model d_v"],
+    in_features: Float[Tensor, " ... sequence_length d_in"],
+    token_positions: Int[Tensor, " ... sequence_length"] | None = None,
+) -> Float[Tensor, " ... sequence_length d_model"]:
+    """Beyond CS336: run_multihead_self_attention_with_rope's attention split by head over
+    world_size ranks (ParallelAttention, the key/value heads from k_proj_weight's rows)."""
+    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len)
+    kv_heads = _kv_heads(num_heads, d_model, k_proj_weight)
+    make = launch.module_factory(
+        ParallelAttention, d_model=d_model, num_heads=num_heads, num_kv_heads=kv_heads, rope=rope
+    )
+    weights = _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight)
+    return launch.run_sharded(make, weights, in_features, world_size, forward_args=(token_positions,))
+
+
+def run_parallel_transformer_lm(
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float,
+    world_size: int,
+    weights: dict[str, Tensor],
+    in_indices: Int[Tensor, " batch_size sequence_length"],
+    eps: float = 1e-5,
+    token_positions: Int[Tensor, " batch_size sequence_length"] | None = None,
+    attention_mask: Bool[Tensor, " batch_size sequence_length"] | None = None,
+) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
+    """Beyond CS336: run_transformer_lm's model (and options) split over world_size ranks
+    (ParallelTransformerLM: heads and FFN hidden units)."""
+    kv_heads = _kv_heads(num_heads, d_model, weights["layers.0.attn.k_proj.weight"])
+    config = TransformerLMConfig(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta,
+                                 kv_heads, tie_embeddings="lm_head.weight" not in weights, eps=eps)  # fmt: skip
+    make = launch.module_factory(ParallelTransformerLM, config=config)
+    return launch.run_sharded(
+        make, weights, in_indices, world_size, forward_args=(token_positions, None, attention_mask)
     )
 
 

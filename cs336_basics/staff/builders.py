@@ -552,6 +552,20 @@ def parallel_ffn_case(batch: tuple[int, ...], d_model: int, d_ff: int, world_siz
     return lambda rng: {"world_size": world_size, **swiglu(rng)}
 
 
+def parallel_attention_case(batch: tuple[int, ...], seq: int, d_model: int, num_heads: int, num_kv_heads: int,
+                            world_size: int, theta: float = 10000.0, positions: str = "none") -> Make:  # fmt: skip
+    """mha_case's RoPE attention (run_multihead_self_attention_with_rope's arguments) on world_size ranks."""
+    mha = mha_case(batch, seq, d_model, num_heads, num_kv_heads, theta, max_seq_len=2 * seq, positions=positions)
+    return lambda rng: {"world_size": world_size, **mha(rng)}
+
+
+def parallel_lm_case(batch: int, seq: int, vocab_size: int, context_length: int, d_model: int, num_layers: int,
+                     num_heads: int, d_ff: int, world_size: int, **options) -> Make:  # fmt: skip
+    """lm_case's model (run_transformer_lm's arguments, lm_case's options) on world_size ranks."""
+    lm = lm_case(batch, seq, vocab_size, context_length, d_model, num_layers, num_heads, d_ff, **options)
+    return lambda rng: {"world_size": world_size, **lm(rng)}
+
+
 def with_grad_output(make: Make, d_out_key: str) -> Make:
     """A backward case: `make`'s inputs and a gradient of the output, ~ N(0, 1), shaped as the
     output (in_features' leading dimensions, then the size under d_out_key or its weight's rows)."""

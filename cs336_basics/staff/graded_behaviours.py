@@ -351,6 +351,11 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_generate_sampling_draws_only_from_the_nucleus": ("generate_temperature_top_p_distribution_f64",),
     },
     "parallel": {
+        "test_parallel_heads_split_equals_one_process": (
+            "parallel_heads_gqa",
+            "parallel_heads_w4",
+            "parallel_model_gqa_tied_eps",
+        ),
         "test_parallel_matches_fixture": ("parallel_column", "parallel_column_sharded", "parallel_row", "parallel_ffn"),
         "test_parallel_output_equals_single_process": ("parallel_ffn_w1_f64", "parallel_ffn_w4_4d"),
         "test_parallel_input_grad_equals_single_process": ("parallel_ffn_backward", "parallel_row_backward_f64"),
@@ -410,7 +415,6 @@ UNGRADED: dict[str, str] = {
     "test_parallel_shard_then_gather_round_trips": "the given sharding helpers (nn.parallel.sharding)",
     "test_parallel_indivisible_width_raises_naming_both_numbers": "the given argument checks of the parallel layers",
     "test_parallel_model_refuses_the_norm_and_ffn_ablations": "the given argument check of ParallelTransformerLM",
-    "test_parallel_heads_split_equals_one_process": "the heads' split (ParallelMultiHeadSelfAttention): no graded case yet",
     "test_rope_cast_to_half_keeps_float64_tables": "module.to(dtype): the adapters build RoPE and never cast it",
     # added with the argument-flow and dtype-policy work
     "test_layernorm_module_without_bias_matches_torch_nn_layernorm": "run_layernorm always loads a bias (CS336's "

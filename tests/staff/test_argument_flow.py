@@ -5,12 +5,14 @@ The variants are generated from the code, not listed by hand:
 - every parameter of every adapter (tests/adapters.py: the `run_*` and `get_*` functions) is
   *dropped*: the adapter runs with that argument replaced (see `Dropped`), and at least one public
   case that reaches the adapter (its fixture's adapter, or one that calls it) must fail;
-- every argument of every module class's `__init__` and `forward` (cs336_basics.nn.modules) is
-  dropped *on its way down*: replaced only while one parent class builds or calls the module
-  (`parent`: the code that calls it runs in a method of another module), one variant per parent
-  that passes it in a public case (`passed_by_a_parent` watches them all once), and at least one
-  of the public cases in which that parent passes it must fail. This is what catches a block
-  that builds its norm without the layer's eps, or calls its attention without the cache.
+- every argument of every module class's `__init__` and `forward` (cs336_basics.nn.modules and
+  nn.parallel) and of every kernel (nn.functional) is dropped *on its way down*: replaced only
+  while one parent builds or calls it (`parent`: the code that calls it runs in a method of
+  another module, or in another kernel), one variant per parent that passes it in a public case
+  (`passed_by_a_parent` watches them all once, in forked tensor-parallel ranks too), and at least
+  one of the public cases in which that parent passes it must fail. This is what catches a block
+  that builds its norm without the layer's eps, or calls its attention without the cache;
+- every argument of every kernel is also dropped at every call (the kernel ignores it).
 
 A dropped argument becomes its default; `**kwargs` become none; a required argument takes
 another value of its type the public cases give an argument of that name (the adapter's own
@@ -23,11 +25,15 @@ names no argument, or whose named test no longer catches it fails, so the table 
 """
 
 import ast
+import atexit
 import contextlib
 import functools
 import inspect
 import itertools
+import os
+import shutil
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +44,8 @@ import torch
 from torch import nn
 
 from cs336_basics.fixture_io import load_fixture
-from cs336_basics.nn import modules
+from cs336_basics.nn import functional as F
+from cs336_basics.nn import modules, parallel
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV
 from cs336_basics.staff.cases import PUBLIC_CASES
 from cs336_basics.testing import compare
@@ -51,6 +58,7 @@ pytestmark = pytest.mark.slow  # second tier: ~330 variants, each re-running pub
 
 FIXTURES = {c.name: load_fixture(c.name) for c in PUBLIC_CASES}
 TORCH_MODULE_FILE = inspect.getfile(nn.Module)
+FUNCTIONAL_FILE = inspect.getfile(F)
 
 # Why dropping an argument cannot change a public case's output, one reason per kind.
 CPU = "every case runs on the CPU, the default device: None and the inputs' device are one device"
@@ -73,6 +81,17 @@ SHIFTED = (
     "scores ignore (they depend on offsets only); lm_eps_positions_padding's out-of-order positions catch a drop"
 )
 WORLD_SIZE = "a correct tensor-parallel layer gives one output, within the case's tolerance, at every world size"
+DEFAULT_GROUP = "None means the default process group, the one each public case's ranks run in: its size and rank"
+WEIGHTS_ONLY = "ParallelAttention computes with its projections' weights through the attention kernel, never calls them"
+NO_PARALLEL_CACHE = (
+    "no public case runs the split model with a key/value cache (tests/staff/test_parallel_transformer.py generates "
+    "with one); the cache is TransformerBlock's and MultiHeadSelfAttention's, checked there"
+)
+VALIDATION = "the module looks the name up only to reject an unknown one at construction; its kernel looks it up again"
+NORM_DTYPE = (
+    "the norm computes in float32 either way, and a bfloat16 gain rounds the float32 one within the case's tolerance"
+)
+DEFAULT_PASSED = "the caller passes the argument's default value: dropping it changes nothing"
 
 
 @dataclass(frozen=True)
@@ -131,7 +150,6 @@ EXCUSED = {
     "run_transformer_lm_cached-token_positions": SHIFTED,
     "run_row_parallel_linear_backward-world_size": WORLD_SIZE,
     "run_parallel_swiglu_backward-world_size": WORLD_SIZE,
-    "TransformerLM>RotaryPositionalEmbedding.__init__-max_seq_len": TABLE_LENGTH,
     # module arguments no parent passes
     "TransformerLM.__init__-config": ROOT,
     "TransformerLM.__init__-device": ROOT,
@@ -149,6 +167,48 @@ EXCUSED = {
     "RotaryPositionalEmbedding.forward-x": ROOT + " (attention rotates with rope.tables())",
     "RotaryPositionalEmbedding.forward-token_positions": ROOT + " (attention rotates with rope.tables())",
     "Linear.forward-x": ROOT + " (parents compute with its weight through the kernels)",
+    "ParallelSwiGLUFFN.__init__-activation": ROOT + " (the parallel block's FFN gates with SiLU, its default)",
+    **{
+        f"ParallelTransformerLM.__init__-{a}": ROOT
+        for a in ("config", "group", "world_size", "rank", "device", "dtype")
+    },
+    **{
+        f"ParallelTransformerLM.forward-{a}": ROOT
+        for a in ("in_indices", "token_positions", "kv_cache", "attention_mask")
+    },
+    "run_parallel_attention-max_seq_len": TABLE_LENGTH,
+    "run_parallel_attention-world_size": WORLD_SIZE,
+    "run_parallel_transformer_lm-world_size": WORLD_SIZE,
+    # the split layers, from each parent
+    **{
+        f"{by}>{cls}.__init__-{a}": DEFAULT_GROUP
+        for by, cls in (
+            ("ParallelSwiGLUFFN", "ColumnParallelLinear"),
+            ("ParallelSwiGLUFFN", "RowParallelLinear"),
+            ("ParallelAttention", "ColumnParallelLinear"),
+            ("ParallelAttention", "RowParallelLinear"),
+            ("ParallelTransformerBlock", "ParallelAttention"),
+            ("ParallelTransformerBlock", "ParallelSwiGLUFFN"),
+            ("ParallelTransformerLM", "ParallelTransformerBlock"),
+        )
+        for a in ("group", "world_size", "rank")
+    },
+    "ParallelAttention>ColumnParallelLinear.__init__-gather_output": WEIGHTS_ONLY,
+    "ParallelAttention>RowParallelLinear.__init__-input_is_parallel": WEIGHTS_ONLY,
+    "ParallelTransformerBlock>ParallelAttention.forward-kv_cache": NO_PARALLEL_CACHE,
+    "ParallelTransformerLM>ParallelTransformerBlock.forward-kv_cache": NO_PARALLEL_CACHE,
+    "ParallelAttention>F.multihead_self_attention-kv_cache": NO_PARALLEL_CACHE,
+    # kernels
+    "SwiGLUFFN>F.get_activation-name": VALIDATION,
+    "PositionWiseFFN>F.get_activation-name": VALIDATION,
+    "F.relu-x": "reached only through get_activation's table, which holds the function itself (the ReLU cases of "
+    "positionwise_ffn run it)",
+    "F.rmsnorm-cast_before_gain": "only the SmolLM2 model's norm passes it (Meta's cast order; tests/test_smollm2.py)",
+    "F.scaled_dot_product_attention>F.softmax-dim": DEFAULT_PASSED,
+    "F.causal_mask-device": CPU,
+    "F.multihead_self_attention>F.causal_mask-device": CPU,
+    "F.rope_cos_sin-device": CPU,
+    "RotaryPositionalEmbedding>F.rope_cos_sin-device": CPU,
     # device from each parent
     **{
         f"{by}>{cls}.__init__-device": DEVICE_CHECKED
@@ -172,6 +232,24 @@ EXCUSED = {
             ("PositionWiseFFN", "Linear"),
         )
     },
+    **{
+        f"{by}>{cls}.__init__-device": CPU
+        for by, cls in (
+            ("ParallelTransformerLM", "Embedding"),
+            ("ParallelTransformerLM", "RMSNorm"),
+            ("ParallelTransformerLM", "Linear"),
+            ("ParallelTransformerLM", "RotaryPositionalEmbedding"),
+            ("ParallelTransformerLM", "ParallelTransformerBlock"),
+            ("ParallelTransformerBlock", "RMSNorm"),
+            ("ParallelTransformerBlock", "ParallelAttention"),
+            ("ParallelTransformerBlock", "ParallelSwiGLUFFN"),
+            ("ParallelSwiGLUFFN", "ColumnParallelLinear"),
+            ("ParallelSwiGLUFFN", "RowParallelLinear"),
+            ("ParallelAttention", "ColumnParallelLinear"),
+            ("ParallelAttention", "RowParallelLinear"),
+        )
+    },
+    **{f"{by}>RMSNorm.__init__-dtype": NORM_DTYPE for by in ("ParallelTransformerLM", "ParallelTransformerBlock")},
     **{f"{by}>RMSNorm.__init__-dtype": DTYPE_CHECKED for by in ("TransformerLM", "TransformerBlock", "FFNBlock")},
     "FFNBlock>LayerNorm.__init__-dtype": DTYPE_CHECKED,
     "TransformerBlock>SwiGLUFFN.__init__-activation": "a block's SwiGLU always gates with SiLU (BLOCK_FFNS): no setting "
@@ -188,15 +266,31 @@ def same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+FIRST_VALUES = Path(tempfile.mkdtemp(prefix="cs336_argument_flow_"))
+atexit.register(shutil.rmtree, FIRST_VALUES, ignore_errors=True)
+
+
 class Dropped:
     """What a dropped argument becomes: its default; for `**kwargs`, none; for a required
     argument, another value of its type the public cases give an argument of that name (the
-    adapter's own cases first), or, where none does (an adapter only other adapters call, a module's argument),
-    the value it had at its first call in this run, as if hard-coded."""
+    adapter's own cases first; for a module or kernel, the values of that name its callers pass),
+    or, where none does, the value it had at its first call in this run, as if hard-coded (kept in
+    a file: a forked tensor-parallel rank's memory is its own)."""
 
     def __init__(self, parameter: inspect.Parameter, others: list = ()):
         self.parameter, self.others = parameter, list(others)
         self.first, self.seen = None, False
+        self.path = FIRST_VALUES / f"{id(self)}-{os.getpid()}.pt"
+
+    def _first_of_the_run(self, value):
+        """The value the first call in any process of the run saw (the first to write it wins)."""
+        if not self.path.exists():
+            mine = self.path.with_suffix(f".{os.getpid()}")
+            torch.save(value, mine)
+            with contextlib.suppress(FileExistsError):
+                os.link(mine, self.path)
+            mine.unlink()
+        return torch.load(self.path, weights_only=False)
 
     def __call__(self, value):
         if self.parameter.kind is inspect.Parameter.VAR_KEYWORD:
@@ -207,7 +301,7 @@ class Dropped:
         if other is not None:
             return other
         if not self.seen:
-            self.first, self.seen = value, True
+            self.first, self.seen = self._first_of_the_run(value), True
         return self.first
 
 
@@ -228,14 +322,18 @@ def dropping(function, name: str, when=None, others: list = ()):
 
 
 def parent(arguments: dict, frame) -> str | None:
-    """The class name of the module that builds or calls this one (`arguments["self"]`) from one of
-    its methods: the first caller outside torch.nn.Module's call machinery, if its `self` is another
-    module; None when an adapter, generation or the module itself (super()) is the caller."""
+    """Who builds or calls this module or kernel, from the first caller outside torch.nn.Module's call
+    machinery: the class name of another module, from one of its methods; "F.<name>" for another
+    kernel; None when an adapter, generation or the module itself (super()) is the caller."""
     while frame is not None and frame.f_code.co_filename == TORCH_MODULE_FILE:
         frame = frame.f_back
-    caller = frame.f_locals.get("self") if frame is not None else None
-    if isinstance(caller, nn.Module) and caller is not arguments["self"]:
+    if frame is None:
+        return None
+    caller = frame.f_locals.get("self")
+    if isinstance(caller, nn.Module) and caller is not arguments.get("self"):
         return type(caller).__name__
+    if frame.f_code.co_filename == FUNCTIONAL_FILE and "self" not in arguments:
+        return f"F.{frame.f_code.co_name}"
     return None
 
 
@@ -356,62 +454,114 @@ def test_argument_flow_adapter_without_the_argument_fails_a_public_case(adapter,
     assert adapter_variant_failures(adapter, name), f"{adapter} passes every public case without {name!r}"
 
 
-# Modules: every __init__ and forward argument of cs336_basics.nn.modules' classes, dropped
-# while one parent class builds or calls the class (one variant per parent that passes it).
+# Modules and kernels: every __init__ and forward argument of the classes of cs336_basics.nn.modules
+# and nn.parallel, and every argument of nn.functional's kernels (the owner F), dropped while one
+# parent (a module, or another kernel) builds or calls it: one variant per parent that passes it.
+# A kernel's argument is also dropped at every call, the parent "" (the kernel ignores it).
 
-MODULE_CLASSES = [c for c in map(modules.__dict__.get, modules.__all__) if issubclass(c, nn.Module)]
+
+def classes_of(package) -> list[type]:
+    found = (getattr(package, name) for name in package.__all__)
+    return [c for c in found if isinstance(c, type) and issubclass(c, nn.Module)]
+
+
+MODULE_CLASSES = classes_of(modules) + classes_of(parallel)
 METHODS = ("__init__", "forward")
+KERNELS = [
+    n for n, f in inspect.getmembers(F, inspect.isfunction) if not n.startswith("_") and f.__module__ == F.__name__
+]
+CALLABLES = [(cls, method) for cls in MODULE_CLASSES for method in METHODS] + [(F, kernel) for kernel in KERNELS]
 MODULE_ARGUMENTS = [
-    (cls, method, name)
-    for cls in MODULE_CLASSES
-    for method in METHODS
-    for name in inspect.signature(getattr(cls, method)).parameters
+    (owner, method, name)
+    for owner, method in CALLABLES
+    for name in inspect.signature(getattr(owner, method)).parameters
     if name != "self"
 ]
 
 
-def module_id(cls, method: str, name: str) -> str:
-    return f"{cls.__name__}.{method}-{name}"
+def module_id(owner, method: str, name: str) -> str:
+    return f"{'F' if owner is F else owner.__name__}.{method}-{name}"
 
 
 @functools.cache
 def passed_by_a_parent() -> dict[str, dict[str, list[str]]]:
-    """{module argument id: {parent class: the public cases in which it passes the argument}},
-    recorded by running every public case with every class's methods watched (all must pass)."""
-    passed = defaultdict(lambda: defaultdict(set))
-    current = {}
+    """{module argument id: {parent: the public cases in which it passes the argument}}, recorded by
+    running every public case with every class's methods and every kernel watched (all must pass)."""
+    return _watch_run()[0]
 
-    def watch(cls, method):
-        function, signature = getattr(cls, method), inspect.signature(getattr(cls, method))
 
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)
-            by = parent(bound.arguments, sys._getframe(1))
-            for name in bound.arguments.keys() - {"self"} if by else ():
-                passed[module_id(cls, method, name)][by].add(current["case"])
-            return function(*args, **kwargs)
+def values_passed(name: str) -> list:
+    """The plain values (numbers, strings) any parent passes an argument called `name`, sorted."""
+    return sorted(_watch_run()[1].get(name, ()), key=repr)
 
-        return wrapper
 
-    with pytest.MonkeyPatch.context() as mp:
-        for cls in MODULE_CLASSES:
-            for method in METHODS:
-                mp.setattr(cls, method, watch(cls, method))
-        for case in FIXTURES:
-            current["case"] = case
-            assert not fails(case), f"{case} fails with the watchers alone"
-    return {key: {by: sorted(cases) for by, cases in parents.items()} for key, parents in passed.items()}
+@functools.cache
+def _watch_run() -> tuple[dict, dict]:
+    """(passed_by_a_parent's table, {argument name: the plain values passed under it})."""
+    passed, values = defaultdict(lambda: defaultdict(set)), defaultdict(set)
+    with tempfile.TemporaryFile("w+") as ranks_log:  # what forked tensor-parallel ranks saw
+        seen = functools.partial(_seen, os.getpid(), passed, values, ranks_log)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(START_METHOD_ENV, "fork")
+            for owner, method in CALLABLES:
+                mp.setattr(owner, method, _watched(owner, method, seen))
+            for case in FIXTURES:
+                seen.keywords["case"] = case
+                assert not fails(case), f"{case} fails with the watchers alone"
+                _read_ranks_log(ranks_log, passed, values)
+    table = {key: {by: sorted(cases) for by, cases in parents.items()} for key, parents in passed.items()}
+    return table, dict(values)
+
+
+def _watched(owner, method: str, seen: Callable):
+    """owner.method, reporting each argument it is passed, by whom, and its value, to `seen`."""
+    function, signature = getattr(owner, method), inspect.signature(getattr(owner, method))
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        by = parent(bound.arguments, sys._getframe(1))
+        parents = ([by] if by else []) + ([""] if owner is F else [])  # "": any caller, the kernel ignoring it
+        for name, value in bound.arguments.items():
+            if name != "self" and parents:
+                seen(module_id(owner, method, name), parents, name, value)
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _seen(pid: int, passed: dict, values: dict, ranks_log, key: str, parents: list, name: str, value, case: str = ""):
+    plain = type(value) in (int, float, str, bool)
+    if os.getpid() == pid:
+        for by in parents:
+            passed[key][by].add(case)
+        if plain:
+            values[name].add(value)
+    else:  # a forked rank: its memory is its own
+        ranks_log.writelines(f"P\t{key}\t{by}\t{case}\n" for by in parents)
+        ranks_log.write(f"V\t{name}\t{value!r}\n" if plain else "")
+        ranks_log.flush()
+
+
+def _read_ranks_log(ranks_log, passed: dict, values: dict) -> None:
+    ranks_log.seek(0)
+    for kind, *fields in (line.split("\t") for line in ranks_log.read().splitlines()):
+        if kind == "P":
+            passed[fields[0]][fields[1]].add(fields[2])
+        else:
+            values[fields[0]].add(ast.literal_eval(fields[1]))
+    ranks_log.seek(0)
+    ranks_log.truncate()
 
 
 def flow_id(by: str, cls, method: str, name: str) -> str:
-    return f"{by}>{module_id(cls, method, name)}"
+    return f"{by}>{module_id(cls, method, name)}" if by else module_id(cls, method, name)
 
 
 def module_patches(by: str, cls, method: str, name: str) -> list[tuple[object, str, object]]:
-    """cls.method without `name` whenever a `by` module builds or calls it."""
-    wrong = dropping(getattr(cls, method), name, when=lambda arguments, frame: parent(arguments, frame) == by)
-    return [(cls, method, wrong)]
+    """cls.method without `name` whenever a `by` module builds or calls it (by "": at every call)."""
+    when = (lambda arguments, frame: parent(arguments, frame) == by) if by else None
+    return [(cls, method, dropping(getattr(cls, method), name, when=when, others=values_passed(name)))]
 
 
 def module_cases(by: str, cls, method: str, name: str) -> list[str]:
@@ -423,10 +573,12 @@ def module_variant_failures(by: str, cls, method: str, name: str, everyone: bool
     return first_failure(module_cases(by, cls, method, name), module_patches(by, cls, method, name), everyone)
 
 
+CLASS_ARGUMENTS = [a for a in MODULE_ARGUMENTS if a[0] is not F and module_id(*a) not in EXCUSED]
+KERNEL_ARGUMENTS = [a for a in MODULE_ARGUMENTS if a[0] is F and module_id(*a) not in EXCUSED]
+
+
 @pytest.mark.parametrize(
-    ("cls", "method", "name"),
-    [a for a in MODULE_ARGUMENTS if module_id(*a) not in EXCUSED],
-    ids=[f"module_argument{i}" for i, a in enumerate(a for a in MODULE_ARGUMENTS if module_id(*a) not in EXCUSED)],
+    ("cls", "method", "name"), CLASS_ARGUMENTS, ids=[f"module_argument{i}" for i in range(len(CLASS_ARGUMENTS))]
 )
 def test_argument_flow_module_built_or_called_by_a_parent_without_the_argument_fails_a_public_case(cls, method, name):
     parents = passed_by_a_parent().get(module_id(cls, method, name))
@@ -437,6 +589,22 @@ def test_argument_flow_module_built_or_called_by_a_parent_without_the_argument_f
         if flow_id(by, cls, method, name) not in EXCUSED and not module_variant_failures(by, cls, method, name)
     ]
     assert survivors == [], f"every public case passes when the argument does not reach the module: {survivors}"
+
+
+@pytest.mark.parametrize(
+    ("kernel", "method", "name"), KERNEL_ARGUMENTS, ids=[f"kernel_argument{i}" for i in range(len(KERNEL_ARGUMENTS))]
+)
+def test_argument_flow_kernel_ignoring_the_argument_or_not_given_it_fails_a_public_case(kernel, method, name):
+    callers = passed_by_a_parent().get(module_id(kernel, method, name))
+    assert callers, f"no public case calls F.{method} with {name!r}"
+    survivors = [
+        flow_id(by, kernel, method, name)
+        for by in callers
+        if flow_id(by, kernel, method, name) not in EXCUSED and not module_variant_failures(by, kernel, method, name)
+    ]
+    assert survivors == [], (
+        f"every public case passes when the kernel ignores the argument or is not given it: {survivors}"
+    )
 
 
 # The table of excuses cannot go stale.
@@ -452,10 +620,10 @@ def variants(entry: str) -> list[tuple[list[str], list]] | None:
     parents = passed_by_a_parent().get(argument, {})
     if argument not in module_arguments or (by and by not in parents):
         return None
-    return [
-        (module_cases(p, *module_arguments[argument]), module_patches(p, *module_arguments[argument]))
-        for p in ([by] if by else parents)  # no parent named: every parent's, if one ever passes it
-    ]
+    owner, method, name = module_arguments[argument]
+    # no parent named: a kernel's own ("" : it ignores the argument), or every parent's of a class
+    chosen = [by] if by else ([""] if owner is F else parents)
+    return [(module_cases(p, owner, method, name), module_patches(p, owner, method, name)) for p in chosen]
 
 
 @pytest.mark.parametrize("entry", sorted(EXCUSED), ids=[f"excuse{i}" for i in range(len(EXCUSED))])

@@ -299,21 +299,30 @@ def _collect(procs: list, out: Path, unfinished: list[int], record) -> _Outcome:
     return outcome
 
 
-def _sharded_output(rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor):
-    """Build, load this rank's shard, run: (this rank's output on the group's device, whether the
-    module leaves it sharded)."""
+def _sharded_output(
+    rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor, forward_args: tuple = ()
+):
+    """Build, load this rank's shard, run module(x, *forward_args): (this rank's output on the
+    group's device, whether the module leaves it sharded)."""
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else x.device
-    module = make_module(device=device, dtype=x.dtype)
+    module = make_module(device=device, dtype=x.dtype if x.is_floating_point() else _weights_dtype(state_dict))
     shard = sharding.shard_state_dict(state_dict, sharding.sharding_plan(module), rank, world_size)
     convert.load_state_dict(module, shard)
     with torch.no_grad():
-        y = module(x.to(device))
+        y = module(x.to(device), *(a.to(device) if isinstance(a, Tensor) else a for a in forward_args))
     return y, bool(module.output_is_sharded)
 
 
-def _sharded_forward(rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor):
+def _weights_dtype(state_dict: dict[str, Tensor]) -> torch.dtype:
+    """The dtype of a state dict's floating-point tensors (a model's, whose input is token ids)."""
+    return next(t.dtype for t in state_dict.values() if t.is_floating_point())
+
+
+def _sharded_forward(
+    rank: int, world_size: int, make_module, state_dict: dict[str, Tensor], x: Tensor, forward_args: tuple = ()
+):
     """One rank of `run_sharded`'s launch: its output, on the CPU for the parent."""
-    y, sharded = _sharded_output(rank, world_size, make_module, state_dict, x)
+    y, sharded = _sharded_output(rank, world_size, make_module, state_dict, x, forward_args)
     return y.cpu(), sharded
 
 
@@ -322,11 +331,12 @@ def run_sharded(
     state_dict: dict[str, Tensor],
     x: Tensor,
     world_size: int,
+    forward_args: tuple = (),
     **launch_kwargs,
 ) -> Tensor:
     """make_module(device=, dtype=) built on each of `world_size` ranks, loaded with its shard of
     the full `state_dict` (`sharding.shard_state_dict` by the module's `sharding_plan`) and applied
-    to x. Returns the whole output as one tensor on x's device: rank 0's, or every rank's
+    to x (and forward_args: token_positions, ...). Returns the whole output as one tensor on x's device: rank 0's, or every rank's
     concatenated along the last dim where the module leaves its output sharded.
 
     Called on a rank of a running group of `world_size` (a test that runs many cases in one
@@ -338,13 +348,13 @@ def run_sharded(
                 f"run_sharded on a rank of a group of {dist.get_world_size()} needs world_size="
                 f"{dist.get_world_size()}, got {world_size}"
             )
-        y, sharded = _sharded_output(dist.get_rank(), world_size, make_module, state_dict, x)
+        y, sharded = _sharded_output(dist.get_rank(), world_size, make_module, state_dict, x, forward_args)
         if sharded:
             parts = [torch.empty_like(y) for _ in range(world_size)]
             dist.all_gather(parts, y)  # before leaving the device: nccl gathers CUDA tensors only
             y = torch.cat(parts, dim=-1)
         return y.to(x.device)
-    outputs = launch(_sharded_forward, world_size, (make_module, state_dict, x), **launch_kwargs)
+    outputs = launch(_sharded_forward, world_size, (make_module, state_dict, x, forward_args), **launch_kwargs)
     ys = [y for y, _ in outputs]
     return (torch.cat(ys, dim=-1) if outputs[0][1] else ys[0]).to(x.device)
 

@@ -37,6 +37,15 @@ CASES = [
         floor=0.0079,
         dtype=BF16,
     ),
+    # witness: in float64 the tanh approximation is 1e-4 away from the exact GELU, far beyond the
+    # tolerance (in bfloat16, above, the two round alike)
+    positionwise_feedforward(
+        "positionwise_ffn_tanh_f64",
+        seed=199,
+        make=positionwise_case((5,), 12, 24, activation="gelu_tanh"),
+        floor=2.8e-16,
+        dtype=F64,
+    ),
     # hidden: odd sizes; ReLU on 4-D input; tanh-GELU in bfloat16
     positionwise_feedforward(
         "positionwise_ffn_odd", hidden=True, seed=1081, make=positionwise_case((5,), 33, 100), floor=5.0e-7

@@ -2,7 +2,14 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import parallel_column_case, parallel_ffn_case, parallel_row_case, with_grad_output
+from cs336_basics.staff.builders import (
+    parallel_attention_case,
+    parallel_column_case,
+    parallel_ffn_case,
+    parallel_lm_case,
+    parallel_row_case,
+    with_grad_output,
+)
 from cs336_basics.staff.cases.case import BF16, EXACT_INT64, F64, B, Case
 
 column_parallel_linear = partial(Case, component="parallel", adapter="run_column_parallel_linear")
@@ -11,6 +18,8 @@ parallel_swiglu = partial(Case, component="parallel", adapter="run_parallel_swig
 row_backward = partial(Case, component="parallel", adapter="run_row_parallel_linear_backward")
 swiglu_backward = partial(Case, component="parallel", adapter="run_parallel_swiglu_backward")
 swiglu_collectives = partial(Case, component="parallel", adapter="run_parallel_swiglu_collectives")
+parallel_attention = partial(Case, component="parallel", adapter="run_parallel_attention")
+parallel_lm = partial(Case, component="parallel", adapter="run_parallel_transformer_lm")
 
 CASES = [
     # tensor parallelism at world size 2 (each case starts a group of processes). witness: square
@@ -59,6 +68,32 @@ CASES = [
         make=with_grad_output(parallel_ffn_case((4,), 16, 32, 2), "d_model"),
         **EXACT_INT64,
     ),
+    # attention split by head (GQA: each rank holds 2 query heads and the kv head they share), RoPE
+    # at positions that are not 0, 1, ...
+    parallel_attention(
+        "parallel_heads_gqa",
+        seed=197,
+        make=parallel_attention_case((2,), 8, 32, 4, 2, 2, positions="random"),
+        floor=1.2e-6,
+    ),
+    # the language model split over the ranks: its layers built from ParallelAttention and
+    # ParallelSwiGLUFFN, sharing one RoPE (positions not 0, 1, ...), tied embeddings, the norms' eps;
+    # then left padding masked, in bfloat16
+    parallel_lm(
+        "parallel_model_gqa_tied_eps",
+        seed=198,
+        make=parallel_lm_case(2, 7, 50, 16, 32, 2, 4, 48, 2, num_kv_heads=2, tie=True, eps=0.25, positions="random"),
+        floor=7.8e-7,
+    ),
+    parallel_lm(
+        "parallel_model_padded_eps_bf16",
+        seed=200,
+        make=parallel_lm_case(
+            2, 8, 40, 24, 32, 2, 8, 64, 2, num_kv_heads=4, eps=0.25, positions="random", padding=True
+        ),
+        floor=0.022,
+        dtype=BF16,
+    ),
     # hidden: 4 ranks, odd batch shapes and a 1-D input; 1 rank (no collective at all); bfloat16
     column_parallel_linear(
         "parallel_column_w4", hidden=True, seed=1201, make=parallel_column_case((5,), 7, 12, 4), floor=9.8e-8
@@ -88,5 +123,11 @@ CASES = [
         seed=1184,
         make=with_grad_output(parallel_ffn_case((2, 3), 16, 32, 4), "d_model"),
         **EXACT_INT64,
+    ),
+    parallel_attention(
+        "parallel_heads_w4", hidden=True, seed=1198, make=parallel_attention_case((), 6, 64, 8, 4, 4), floor=1.1e-6
+    ),
+    parallel_lm(
+        "parallel_model_w4", hidden=True, seed=1199, make=parallel_lm_case(1, 6, 40, 8, 32, 1, 4, 32, 4), floor=4.6e-7
     ),
 ]

@@ -30,11 +30,19 @@ def _linear(kw: dict) -> tuple[str, dict]:
 # The tensor-parallel adapters start process groups, which the grader does not do in its own
 # (multi-threaded) process. What they compute is a single-process computation split over ranks
 # (the gathered output of a column- or row-parallel linear is the linear's; the split FFN is
-# the FFN): their expected outputs and the reference's own check come from that computation.
+# the FFN; the attention split by head is the attention, the model the model): their expected outputs and the reference's own check come from that computation.
 SINGLE_PROCESS = {
     "run_column_parallel_linear": _linear,
     "run_row_parallel_linear": _linear,
     "run_parallel_swiglu": lambda kw: ("run_swiglu", {k: v for k, v in kw.items() if k != "world_size"}),
+    "run_parallel_attention": lambda kw: (
+        "run_multihead_self_attention_with_rope",
+        {k: v for k, v in kw.items() if k != "world_size"},
+    ),
+    "run_parallel_transformer_lm": lambda kw: (
+        "run_transformer_lm",
+        {k: v for k, v in kw.items() if k != "world_size"},
+    ),
 }
 
 
