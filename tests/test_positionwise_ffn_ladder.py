@@ -123,7 +123,7 @@ def test_positionwise_ffn_adds_b2_to_the_output():
 @rung(5)
 def test_positionwise_ffn_adds_b1_before_the_activation():
     """At x = 0 the hidden unit is act(b1), whatever W1."""
-    for b1 in (-3.0, 0.5, 2.0):
+    for b1 in (2.0, 0.5, -3.0):  # 2 first: rung 2 saw act(2) = GELU(2), so 2 or 0 there is b1 misplaced
         got, want = unit(0.0, b1), gelu(b1)
         if abs(got - want) > REL * abs(want):
             seen = {b1: ": b1 itself, past the activation", 0.0: ": b1 does not reach the output"}
