@@ -26,7 +26,8 @@ def attend(q, k, v, mask=None) -> torch.Tensor:
         out = run_scaled_dot_product_attention(q, k, v, mask)
     except Exception as caught:  # noqa: BLE001 - the rung reports it with the shapes
         climb_failed(f"Q {tuple(q.shape)}, K {tuple(k.shape)}, V {tuple(v.shape)}: {raised(caught)}",
-                     "Q K^T is (..., queries, keys): transpose K's last two dimensions (K.transpose(-2, -1))")  # fmt: skip
+                     "each product's shapes and dtypes: Q K^T (..., queries, keys) takes K.transpose(-2, -1); the "
+                     "weights (..., queries, keys) @ V (..., keys, d_v) take one dtype, V's")  # fmt: skip
     return out
 
 
@@ -71,15 +72,16 @@ def test_attention_weights_of_each_query_sum_to_one_over_the_keys():
 def test_attention_divides_the_scores_by_the_root_of_d_k():
     q = torch.tensor([[1.0, 1.0, 1.0, 1.0]], dtype=F64)
     k = torch.tensor([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]], dtype=F64)
-    v = torch.tensor([[1.0], [0.0]], dtype=F64)
+    v = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype=F64)  # d_v = 3: not d_k, not the 2 keys
     got, want = float(attend(q, k, v)[0, 0]), 1 / (1 + math.exp(-2.0))
     if abs(got - want) > EXACT:
         scale = 4 / math.log(got / (1 - got)) if 0 < got < 1 and got != 0.5 else float("nan")
-        named = {1.0: " (the scores not scaled)", 4.0: " = d_k, not sqrt(d_k)"}
+        named = {1.0: " (not scaled)", 4.0: " = d_k", math.sqrt(3): " = sqrt(d_v), V's last dimension",
+                 math.sqrt(2): " = sqrt(2), the root of the number of keys"}  # fmt: skip
         seen = next((w for c, w in named.items() if abs(scale - c) < 1e-9), "")
-        climb_failed(f"d_k = 4, scores q.k = (4, 0), V = (1, 0): output {got:.10g}, expected softmax(4/2, 0)[0] = "
-                     f"{want:.10g}; the scores were divided by {scale:.6g}{seen}",
-                     "the scale of the scores: Q K^T / sqrt(d_k), d_k being Q's last dimension")  # fmt: skip
+        climb_failed(f"d_k = 4, scores q.k = (4, 0), V[:, 0] = (1, 0): output {got:.10g}, expected softmax(4/2, 0)[0]"
+                     f" = {want:.10g}; the scores were divided by {scale:.6g}{seen}, not sqrt(d_k) = 2",
+                     "the scale of the scores: Q K^T / sqrt(d_k), d_k being Q's (and K's) last dimension")  # fmt: skip
 
 
 @rung(4)
@@ -154,8 +156,9 @@ def test_attention_of_a_query_that_may_attend_to_nothing_is_zero():
     row = attend(Q, K, V, mask)[:, 1]
     if torch.isnan(row).any():
         climb_failed("a query with every key masked gave NaN, expected zeros",
-                     "the handout: a query that may attend to nothing gets zeros, as your softmax gives for a "
-                     "fully masked row (torch.softmax gives NaN there: exp(-inf - (-inf)))")  # fmt: skip
+                     "the handout: a query that may attend to nothing gets zeros, as the handout's softmax gives "
+                     "for a fully masked row (`pytest -k softmax`); torch.softmax gives NaN there, "
+                     "exp(-inf - (-inf))")  # fmt: skip
     if row.abs().max() != 0:
         uniform = off(row, V.mean(1)) < 1e-9
         mean = " = the values' mean (equal weights on every key)" if uniform else ""

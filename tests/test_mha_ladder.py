@@ -102,8 +102,8 @@ def test_mha_outputs_before_a_position_ignore_the_later_tokens():
         seen = ", as without a causal mask" if off(mha(X), _unmasked(X)) < 1e-9 else ""
         climb_failed(f"tokens 2 and 3 replaced: the outputs at positions 0 and 1 changed by up to {off(b, a):.3g} "
                      f"(relative){seen}", "position i's output depends on tokens 0..i only: the causal mask "
-                     "(query i sees keys j <= i), and heads that keep positions apart (split the features, "
-                     "(..., seq, heads, d_k) -> transpose(-3, -2))")  # fmt: skip
+                     "(query i sees keys j <= i), and heads split and merged without mixing positions: "
+                     "(..., seq, heads, d_k) <-> (..., heads, seq, d_k) by transpose(-3, -2), both ways")  # fmt: skip
 
 
 def _unmasked(x) -> torch.Tensor:

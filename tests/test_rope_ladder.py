@@ -27,8 +27,8 @@ def rotate(x, positions, d_k=None, theta=10000.0, max_seq_len=64) -> torch.Tenso
         out = run_rope(d_k, theta, max_seq_len, x, positions)
     except Exception as caught:  # noqa: BLE001 - the rung reports it with the shapes
         climb_failed(f"x {tuple(x.shape)}, token_positions {tuple(positions.shape)}: {raised(caught)}",
-                     "index the cos and sin tables by token_positions (..., seq) -> (..., seq, d_k / 2), which "
-                     "broadcast against x's pairs (..., seq, d_k / 2)")  # fmt: skip
+                     "the shapes and dtypes along the way: cos[token_positions] and sin[token_positions] are "
+                     "(..., seq, d_k / 2), as x's pairs are; both in one dtype (float32 for half types)")  # fmt: skip
     return out
 
 
@@ -120,7 +120,10 @@ def test_rope_rotates_pair_k_at_frequency_theta_to_the_minus_2k_over_d_k():
     out = rotate(torch.tensor([[0.0, 0.0, 1.0, 0.0]], dtype=F64), torch.tensor([1]), theta=100.0)
     got, want = math.atan2(float(out[0, 3]), float(out[0, 2])), 100.0 ** (-2 / 4)
     if abs(got - want) > EXACT:
-        named = {100.0 ** (-1 / 4): " = theta^(-k / d_k), not theta^(-2k / d_k)"}
+        named = {
+            100.0 ** (-1 / 4): " = theta^(-k / d_k), not theta^(-2k / d_k)",
+            10000.0 ** (-2 / 4): " = 10000^(-2 / 4): the angle of theta = 10000, not of the given theta = 100",
+        }
         seen = next((w for v, w in named.items() if abs(got - v) < 1e-9), "")
         climb_failed(f"d_k = 4, theta = 100, pair 1 = (1, 0) at position 1 turned by {got:.6g} rad{seen}, expected "
                      f"theta^(-2 / 4) = {want:.6g}", f"the frequencies: {ANGLE}, k = 0 .. d_k/2 - 1")  # fmt: skip
