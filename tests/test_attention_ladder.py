@@ -1,10 +1,11 @@
 """scaled_dot_product_attention, rung by rung: the output's shape and dtype; each query's weights
 sum to 1 over the keys; the 1/sqrt(d_k) scale; a query's output ignores the other queries; the
-order of the keys does not matter; the mask's polarity (True = may attend); masked weights that
-still sum to 1; a query that may attend to nothing gets zeros; masks with leading dimensions;
-large scores; half precision (tests/_ladder.py). Inputs are tiny and float64; expected values are
-computed here with math. float64 attention over at most 5 keys rounds each output at about 1e-16
-relative (the floor attention.f64 is 6.9e-16), so 1e-12 separates rounding from a wrong formula."""
+formula on random inputs; the order of the keys does not matter; with a mask, the allowed keys'
+weights still sum to 1; the mask's polarity (True = may attend); the formula over the allowed
+keys; a query that may attend to nothing gets zeros; masks with leading dimensions; large scores;
+half precision (tests/_ladder.py). Inputs are tiny and float64; expected values are computed here
+with math. float64 attention over at most 5 keys rounds each output at about 1e-16 relative (the
+floor attention.f64 is 6.9e-16), so 1e-12 separates rounding from a wrong formula."""
 
 import itertools
 import math
@@ -184,6 +185,8 @@ def test_attention_of_scores_near_1e4_is_finite():
     q = torch.tensor([[100.0, 0.0], [0.0, -100.0]], dtype=F64)
     k = torch.tensor([[141.0, 0.0], [140.0, 1.0], [0.0, 142.0]], dtype=F64)
     got, want = attend(q, k, V[0, :3]), expected(q, k, V[0, :3])
+    # Scores near 1.4e4 round at ulp(1.4e4) ~ 2e-12, which exp turns into a relative error of the weights
+    # of the same size (the floor attention.f64_large_scores is 7.3e-13): 1e-9 is rounding's bound.
     if not torch.isfinite(got).all() or off(got, want) > 1e-9:
         climb_failed(f"scores near 1e4 (q.k = 14100, 14000, ...): output {got[0, :3].tolist()}..., expected "
                      f"{want[0, :3].tolist()}...", "subtract each query's max score before exp (your softmax "
