@@ -7,8 +7,9 @@ then the collectives each pass issues (tests/_ladder.py).
 Shapes and blocks need no process group (a layer built with world_size and rank given). The rest
 comes from ONE launch of two ranks (float64, the inputs of tests/_parallel.py), kept for the
 session while the parallel code is unchanged; each rank records its results stage by stage, so an
-error in one layer's backward fails only the rungs that read it. Against the single-process
-Linear / SwiGLUFFN on the full weights the tolerance is tests/floors.py's "parallel.f64"."""
+error in one layer's backward fails only the rungs that read it. Against the unsharded
+computation on the full weights (plain torch) the tolerance is tests/floors.py's "parallel.f64"
+(measured against the single-process Linear and SwiGLUFFN, which compute the same products)."""
 
 import functools
 
@@ -127,9 +128,11 @@ def rank_results(rank: int, world_size: int) -> dict:
 def code_key() -> tuple:
     """Changes when any function of the parallel code is replaced (the course staff's checks patch
     them one at a time); a student's code is the same all session, so the launch runs once."""
+    from cs336_basics.nn import functional
     from cs336_basics.nn.parallel import column, comm, row, sharded, swiglu
 
-    owners = (column, comm, row, sharded, swiglu, sharding, ColumnParallelLinear, RowParallelLinear, ParallelSwiGLUFFN)
+    owners = (column, comm, row, sharded, swiglu, sharding, functional)
+    owners += (ColumnParallelLinear, RowParallelLinear, ParallelSwiGLUFFN)
     return tuple(id(v) for owner in owners for v in vars(owner).values())
 
 
@@ -163,7 +166,7 @@ def mismatch(got: torch.Tensor, want: torch.Tensor, others: dict[str, torch.Tens
     err = float(scaled_error(got, want).max())
     if err <= TOL:
         return ""
-    return f"max scaled error {err:.3g} from the unsharded layer's" + (f"; it equals {same[0]}" if same else "")
+    return f"max scaled error {err:.3g} against the unsharded computation" + (f"; it equals {same[0]}" if same else "")
 
 
 def block(t: torch.Tensor, rank: int, dim: int) -> torch.Tensor:
@@ -195,8 +198,20 @@ def check_collectives(kinds: tuple[str, ...], look_at: str) -> None:
                 )
 
 
+@functools.cache
 def single(kind: str) -> dict:
-    return P.single_process(kind, F64)
+    """Output and gradients of the unsharded computation in plain torch (x W^T; the FFN
+    (SiLU(x W1^T) * x W3^T) W2^T), so that the ladder does not lean on your Linear or SwiGLUFFN."""
+    case = P.inputs(kind)
+    x = case["x"].clone().requires_grad_()
+    ws = {k: v.clone().requires_grad_() for k, v in case["weights"].items()}
+    if kind == "ffn":
+        hidden = torch.nn.functional.silu(x @ ws["w1.weight"].T) * (x @ ws["w3.weight"].T)
+        y = hidden @ ws["w2.weight"].T
+    else:
+        y = x @ ws["weight"].T
+    (y * case["dy"]).sum().backward()
+    return {"y": y.detach(), "dx": x.grad, "dw": {k: w.grad for k, w in ws.items()}}
 
 
 def x_dy_w(kind: str) -> tuple:
