@@ -62,8 +62,11 @@ def test_adamw_first_step_moves_each_parameter_against_its_gradient():
         return
     finite = theta.isfinite()
     if not finite.all():
-        seen = f"{int((~finite).sum())} of {theta.numel()} entries of theta are NaN or inf"
-        where = "a division by zero: the denominators are 1 - beta^t (0 when t is 0) and sqrt(v_hat) + eps"
+        seen = f"{int((~finite).sum())} of {theta.numel()} entries of theta are NaN or inf, at g = {fmt(G[~finite])}"
+        where = (
+            "what can be 0 or negative: the denominators 1 - beta^t (0 if t is 0 on the first step) and "
+            "sqrt(v_hat) + eps, and v_hat under the square root (v sums g^2: never negative)"
+        )
     elif bool((theta == 0).all()):
         seen, where = (
             "theta did not move",
@@ -76,7 +79,7 @@ def test_adamw_first_step_moves_each_parameter_against_its_gradient():
     climb_failed(f"one step from theta = 0 with gradient g = {fmt(G)}: {seen}", where)
 
 
-def two_steps(betas=(0.9, 0.99)) -> dict:
+def two_steps(betas=(0.9, 0.99)) -> list[dict]:
     """optimizer.state[p] after gradients g1 = (2, 0), then g2 = (0, -3): each entry of m and v
     then holds one gradient's weight alone."""
     p = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))
