@@ -4,6 +4,7 @@ listed below with the test that catches it), whose message is what a student see
 
 import pytest
 
+from cs336_basics.nn.parallel.launch import START_METHOD_ENV
 from cs336_basics.staff.mistakes import CONFUSERS, MISTAKES, VARIANTS
 
 from .ladders import LADDERED, first_failed_rung
@@ -12,6 +13,14 @@ from .ladders import LADDERED, first_failed_rung
 BEYOND_THE_LADDER = {
     "get_batch-reads_whole_file": "memory, not values: test_get_batch_reads_only_the_sampled_tokens_of_a_memmap",
 }
+
+
+@pytest.fixture(autouse=True)
+def _ranks_inherit_the_patch(monkeypatch):
+    """A patch applied here reaches parallel's ladder ranks only if they are forked from this
+    process (the launcher picks a forkserver when this process has other threads)."""
+    monkeypatch.setenv(START_METHOD_ENV, "fork")
+
 
 LADDER_VARIANTS = [v for v in VARIANTS if v.component in LADDERED]
 LADDER_WRONG = [w for w in (*MISTAKES, *CONFUSERS) if w.component in LADDERED]
