@@ -86,7 +86,8 @@ def test_softmax_of_a_fully_masked_row_is_zeros():
         climb_failed(
             f"the rows [0, ln 2, ln 3] and [-inf, -inf, -inf] gave {got.tolist()}; the handout's softmax gives "
             "[1/6, 2/6, 3/6] and zeros for a row with every entry masked",
-            "a row of -inf has max -inf and exp(-inf - -inf) = NaN: keep its max finite and its sum nonzero",
+            "in a row of -inf the max is -inf (x - max is NaN) and the sum of exps 0 (0 / 0 is NaN): keep the "
+            "max finite and the sum nonzero",
         )
 
 
