@@ -204,6 +204,10 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
 # module whose parameters have other names or shapes fails every graded case of its component.
 MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
     "linear": {
+        "test_linear_maps_d_in_features_to_d_out": ("linear", "linear_odd"),
+        "test_linear_takes_any_number_of_leading_dimensions": ("linear_4d", "linear_f64", "linear_1d"),
+        "test_linear_is_x_times_the_weight_transposed": ("linear_f64", "linear"),
+        "test_linear_adds_the_bias": ("linear_with_bias", "linear_with_bias_4d_f64"),
         "test_linear_init_weights_have_mean_zero": ("linear_init", "linear_init_wide_out"),
         "test_linear_init_weight_std_is_that_of_sqrt_2_over_d_in_plus_d_out_truncated_at_3_std": (
             "linear_init",
@@ -218,6 +222,9 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_linear_loads_torch_nn_linear_state_dict_and_matches_it": ("linear_with_bias",),
     },
     "embedding": {
+        "test_embedding_returns_one_row_per_id": ("embedding_unbatched_ids_bf16", "embedding_3d_ids_f64"),
+        "test_embedding_returns_the_rows_the_ids_name": ("embedding", "embedding_3d_ids_f64"),
+        "test_embedding_copies_the_rows_exactly": ("embedding_3d_ids_f64", "embedding_unbatched_ids_bf16"),
         "test_embedding_init_weights_have_mean_zero": ("embedding_init", "embedding_init_tall"),
         "test_embedding_init_weight_std_is_that_of_a_unit_normal_truncated_at_3": (
             "embedding_init",
