@@ -211,6 +211,10 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
 # module whose parameters have other names or shapes fails every graded case of its component.
 MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
     "linear": {
+        "test_linear_maps_d_in_features_to_d_out": ("linear", "linear_odd"),
+        "test_linear_takes_any_number_of_leading_dimensions": ("linear_4d", "linear_f64", "linear_1d"),
+        "test_linear_is_x_times_the_weight_transposed": ("linear_f64", "linear"),
+        "test_linear_adds_the_bias": ("linear_with_bias", "linear_with_bias_4d_f64"),
         "test_linear_init_weights_have_mean_zero": ("linear_init", "linear_init_wide_out"),
         "test_linear_init_weight_std_is_that_of_sqrt_2_over_d_in_plus_d_out_truncated_at_3_std": (
             "linear_init",
@@ -225,6 +229,9 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_linear_loads_torch_nn_linear_state_dict_and_matches_it": ("linear_with_bias",),
     },
     "embedding": {
+        "test_embedding_returns_one_row_per_id": ("embedding_unbatched_ids_bf16", "embedding_3d_ids_f64"),
+        "test_embedding_returns_the_rows_the_ids_name": ("embedding", "embedding_3d_ids_f64"),
+        "test_embedding_copies_the_rows_exactly": ("embedding_3d_ids_f64", "embedding_unbatched_ids_bf16"),
         "test_embedding_init_weights_have_mean_zero": ("embedding_init", "embedding_init_tall"),
         "test_embedding_init_weight_std_is_that_of_a_unit_normal_truncated_at_3": (
             "embedding_init",
@@ -237,15 +244,30 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_embedding_loads_torch_nn_embedding_state_dict_and_matches_it": ("embedding",),
     },
     "silu": {
+        "test_silu_returns_the_shape_and_dtype_of_its_input": ("silu_4d_f64", "silu_extremes_fp16"),
+        "test_silu_is_x_times_sigmoid_x": ("silu", "silu_4d_f64"),
+        "test_silu_of_large_inputs_is_finite": ("silu_extremes",),
+        "test_silu_computes_float16_inputs_in_float32": ("silu_fp16_left_tail", "silu_extremes_fp16"),
         "test_silu_matches_fixture": ("silu", "silu_bf16", "silu_extremes", "silu_extremes_fp16", "silu_4d_f64"),
         "test_silu_kernel_matches_torch_builtin": ("silu_4d_f64", "silu_zero_and_large"),
     },
     "gelu": {
+        "test_gelu_returns_the_shape_and_dtype_of_its_input": ("gelu_4d_f64", "gelu_tanh_2d_bf16"),
+        "test_gelu_exact_form_is_x_times_the_normal_cdf": ("gelu", "gelu_4d_f64"),
+        "test_gelu_tanh_form_is_the_tanh_approximation": ("gelu_tanh", "gelu_tanh_2d_bf16"),
+        "test_gelu_computes_bfloat16_inputs_in_float32": ("gelu_bf16_left_tail",),
         "test_gelu_matches_fixture": ("gelu", "gelu_tanh", "gelu_tanh_2d_bf16", "gelu_4d_f64"),
         "test_gelu_kernel_matches_torch_builtin": ("gelu_4d_f64", "gelu_tanh_1d_odd"),
         "test_gelu_far_left_tail_is_zero_on_the_scale_of_the_input": ("gelu_huge_values", "gelu_zero_and_large"),
     },
     "softmax": {
+        "test_softmax_returns_the_shape_and_dtype_of_its_input": ("softmax_4d_f64", "softmax_fp16_vocab_row"),
+        "test_softmax_of_a_row_is_its_exps_over_their_sum": ("softmax", "softmax_4d_f64"),
+        "test_softmax_of_logits_plus_1000_is_the_same_and_finite": ("softmax_large_logits",),
+        "test_softmax_normalises_along_dim": ("softmax_dim0", "softmax_4d_f64"),
+        "test_softmax_gives_minus_inf_entries_probability_zero": ("softmax_masked",),
+        "test_softmax_of_a_fully_masked_row_is_zeros": ("softmax_fully_masked_row",),
+        "test_softmax_computes_float16_inputs_in_float32": ("softmax_fp16_vocab_row",),
         "test_softmax_matches_fixture": ("softmax", "softmax_dim0", "softmax_large_logits", "softmax_masked"),
         "test_softmax_kernel_matches_torch_builtin": ("softmax_4d_f64", "softmax_middle_dim"),
         "test_softmax_of_huge_logits_is_finite_and_sums_to_one": ("softmax_large_logits",),
@@ -256,6 +278,12 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_softmax_fully_masked_row_returns_zeros": ("softmax_fully_masked_row",),
     },
     "rmsnorm": {
+        "test_rmsnorm_returns_the_shape_and_dtype_of_its_input": ("rmsnorm_rows_f64", "rmsnorm_fp16_large"),
+        "test_rmsnorm_of_a_row_is_the_row_over_its_root_mean_square": ("rmsnorm", "rmsnorm_rows_f64"),
+        "test_rmsnorm_normalises_each_row_over_its_own_last_dimension": ("rmsnorm", "rmsnorm_4d_eps"),
+        "test_rmsnorm_multiplies_by_the_gain": ("rmsnorm", "rmsnorm_rows_f64"),
+        "test_rmsnorm_adds_eps_inside_the_square_root": ("rmsnorm_small_scale", "rmsnorm_custom_eps"),
+        "test_rmsnorm_computes_float16_inputs_in_float32": ("rmsnorm_fp16_large",),
         "test_rmsnorm_init_gain_is_one": ("rmsnorm_init",),
         "test_rmsnorm_matches_fixture": ("rmsnorm", "rmsnorm_small_scale", "rmsnorm_custom_eps", "rmsnorm_bf16"),
         "test_rmsnorm_kernel_matches_torch_builtin": ("rmsnorm_rows_f64", "rmsnorm_4d_eps"),
@@ -263,6 +291,16 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_rmsnorm_loads_torch_nn_rmsnorm_state_dict_and_matches_it": ("rmsnorm",),
     },
     "layernorm": {
+        "test_layernorm_returns_the_shape_and_dtype_of_its_input": ("layernorm_2d_f64_eps", "layernorm_bf16"),
+        "test_layernorm_of_a_row_is_its_deviations_over_their_standard_deviation": (
+            "layernorm",
+            "layernorm_2d_f64_eps",
+        ),
+        "test_layernorm_normalises_each_row_over_its_own_last_dimension": ("layernorm", "layernorm_4d_small_eps"),
+        "test_layernorm_multiplies_by_the_gain_and_adds_the_bias": ("layernorm", "layernorm_2d_f64_eps"),
+        "test_layernorm_adds_eps_inside_the_square_root": ("layernorm_2d_f64_eps", "layernorm_4d_small_eps"),
+        "test_layernorm_of_a_row_far_from_zero_depends_only_on_its_deviations": ("layernorm_large_mean",),
+        "test_layernorm_computes_bfloat16_inputs_in_float32": ("layernorm_bf16_offset",),
         "test_layernorm_init_gain_is_one": ("layernorm_init",),
         "test_layernorm_init_bias_is_zero": ("layernorm_init",),
         "test_layernorm_matches_fixture": (

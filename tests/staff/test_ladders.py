@@ -12,6 +12,14 @@ from .ladders import LADDERED, first_failed_rung
 # Wrong implementations no rung sees, and why: a behaviour the ladder does not measure.
 BEYOND_THE_LADDER = {
     "get_batch-reads_whole_file": "memory, not values: test_get_batch_reads_only_the_sampled_tokens_of_a_memmap",
+    "layernorm-init_bias_ones": "initialisation, not the forward the ladder loads: test_layernorm_init_bias_is_zero",
+    "linear-init_std_from_d_in_only": "initialisation, not the forward the ladder loads: "
+    "test_linear_init_weight_std_is_that_of_sqrt_2_over_d_in_plus_d_out_truncated_at_3_std",
+    "linear-init_not_truncated": "initialisation, not the forward the ladder loads: "
+    "test_linear_init_weights_lie_within_3_std",
+    "linear-init_bias_ones": "initialisation, not the forward the ladder loads: test_linear_init_bias_is_zero",
+    "embedding-init_not_truncated": "initialisation, not the forward the ladder loads: "
+    "test_embedding_init_weights_lie_within_3",
 }
 
 
