@@ -372,6 +372,26 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_generate_top_p_keeps_the_smallest_nucleus": ("generate_top_p_filter", "generate_top_p_filter_4d_f64"),
         "test_generate_top_p_keeps_a_wide_nucleus_as_sorting_the_whole_row_does": ("generate_top_p_filter_4d_f64",),
         "test_generate_sampling_draws_only_from_the_nucleus": ("generate_temperature_top_p_distribution_f64",),
+        "test_generate_top_p_keeps_the_smallest_set_reaching_p": (
+            "generate_top_p_filter",
+            "generate_top_p_filter_4d_f64",
+        ),
+        "test_generate_top_p_renormalises_the_kept_probabilities": ("generate_top_p_filter",),
+        "test_generate_zero_temperature_picks_the_argmax": ("generate_greedy", "generate_f64"),
+        "test_generate_temperature_divides_the_logits": ("generate_temperature_distribution",),
+        "test_generate_top_p_applies_after_the_temperature": ("generate_temperature_top_p_distribution_f64",),
+        "test_generate_draws_from_the_whole_nucleus_and_nothing_else": (
+            "generate_sampled_ids",
+            "generate_sampled_ids_4d_f64",
+        ),
+        "test_generate_returns_max_new_tokens_new_ids": ("generate_greedy", "generate_f64"),
+        "test_generate_greedy_tokens_are_the_argmax_of_the_whole_sequence": ("generate_greedy", "generate_f64"),
+        "test_generate_seeded_draws_follow_the_whole_sequence": ("generate_sampled", "generate_sampled_hot"),
+        "test_generate_stops_after_an_end_of_sequence_id_and_yields_it": (
+            "generate_stops_at_eos",
+            "generate_sampled_stops_at_eos",
+        ),
+        "test_generate_yields_at_most_what_the_context_holds": ("generate_until_context_full",),
     },
     "parallel": {
         "test_parallel_matches_fixture": ("parallel_column", "parallel_column_sharded", "parallel_row", "parallel_ffn"),
