@@ -286,12 +286,15 @@ def _rope_mha(d_model, num_heads, max_seq_len, theta, q, k, v, o) -> MultiHeadSe
     return _loaded(module, _attn_weights(q, k, v, o))
 
 
-def _in_steps(run, seq: int, prefill_length: int) -> Tensor:
-    """run(start, end) for the first prefill_length positions, then for each later one, concatenated
-    along the sequence: how generation calls a model with a key/value cache."""
+def _in_steps(run, seq: int, prefill_length: int, step_length: int = 1) -> Tensor:
+    """run(start, end) for the first prefill_length positions, then for step_length more at a time,
+    concatenated along the sequence: how generation calls a model with a key/value cache (step_length
+    1; more, as speculative decoding or a chunked prefill does)."""
     if not 1 <= prefill_length <= seq:
         raise ValueError(f"prefill_length must be in [1, {seq}] (the sequence length), got {prefill_length}")
-    bounds = [0, *range(prefill_length, seq + 1)]
+    if step_length < 1:
+        raise ValueError(f"step_length must be at least 1, got {step_length}")
+    bounds = [0, *range(prefill_length, seq, step_length), seq]
     return torch.cat([run(start, end) for start, end in itertools.pairwise(bounds)], dim=-2)
 
 
@@ -307,10 +310,11 @@ def run_multihead_self_attention_cached(
     in_features: Float[Tensor, " ... sequence_length d_in"],
     prefill_length: int,
     attention_mask: Bool[Tensor, " ... sequence_length"] | None = None,
+    step_length: int = 1,
 ) -> Float[Tensor, " ... sequence_length d_out"]:
     """Beyond CS336: multi-head attention with RoPE run as generation runs it, with a KVCache:
-    the first prefill_length tokens in one call, then one token a call (positions continue from
-    the cache); attention_mask is False at padding keys, each call gets it up to its last key."""
+    the first prefill_length tokens in one call, then step_length tokens a call (positions continue
+    from the cache); attention_mask is False at padding keys, each call gets it up to its last key."""
     module = _rope_mha(
         d_model, num_heads, max_seq_len, theta, q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight
     )
@@ -320,7 +324,7 @@ def run_multihead_self_attention_cached(
         mask = None if attention_mask is None else attention_mask[..., :end]
         return module(in_features[..., start:end, :], kv_cache=cache, attention_mask=mask)
 
-    return _in_steps(run, in_features.shape[-2], prefill_length)
+    return _in_steps(run, in_features.shape[-2], prefill_length, step_length)
 
 
 def run_rope(
@@ -474,13 +478,44 @@ def run_generate(
     top_p: float = 1.0,
     eos_token_id: int | None = None,
     seed: int = 0,
+    use_cache: bool = True,
 ) -> Int[Tensor, " new_tokens"]:
     """Beyond CS336: the token ids generation appends to prompt_ids: greedy (temperature 0) or
-    sampled with a generator seeded with `seed`, stopping after eos_token_id if given."""
+    sampled with a generator seeded with `seed`, stopping after eos_token_id if given; with
+    use_cache=False, the whole sequence recomputed at every step."""
     model = _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)
     eos = () if eos_token_id is None else (eos_token_id,)
-    tokens = generation.generate(model, prompt_ids.tolist(), max_new_tokens, temperature, top_p, eos, _seeded(seed))
+    tokens = generation.generate(
+        model, prompt_ids.tolist(), max_new_tokens, temperature, top_p, eos, _seeded(seed), use_cache=use_cache
+    )
     return torch.tensor(list(tokens), dtype=torch.long)
+
+
+def run_generate_batch(
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float,
+    weights: dict[str, Tensor],
+    prompt_ids: Int[Tensor, " batch width"],
+    prompt_lengths: Int[Tensor, " batch"],
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    eos_token_id: int | None = None,
+    seed: int = 0,
+) -> Int[Tensor, " batch max_new_tokens"]:
+    """Beyond CS336: generate_batch on the prompts prompt_ids[i, :prompt_lengths[i]], row i sampled
+    with a generator seeded with seed + i; each row's new ids, padded with -1 to max_new_tokens."""
+    model = _lm(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta, weights)
+    eos = () if eos_token_id is None else (eos_token_id,)
+    prompts = [row[:n].tolist() for row, n in zip(prompt_ids, prompt_lengths.tolist(), strict=True)]
+    generators = [_seeded(seed + i) for i in range(len(prompts))]
+    rows = generation.generate_batch(model, prompts, max_new_tokens, temperature, top_p, eos, generators)
+    return torch.tensor([row + [-1] * (max_new_tokens - len(row)) for row in rows], dtype=torch.long)
 
 
 def _seeded(seed: int) -> torch.Generator:
@@ -571,6 +606,13 @@ def run_layernorm(
 ) -> Float[Tensor, " ... d_model"]:
     module = LayerNorm(d_model, eps=eps, bias=True, **_like(weights))
     return _loaded(module, {"weight": weights, "bias": biases})(in_features)
+
+
+def run_layernorm_without_bias(
+    d_model: int, eps: float, weights: Float[Tensor, " d_model"], in_features: Float[Tensor, " ... d_model"]
+) -> Float[Tensor, " ... d_model"]:
+    """Beyond CS336: LayerNorm(d_model, eps, bias=False), its gain loaded (no bias parameter)."""
+    return _loaded(LayerNorm(d_model, eps=eps, bias=False, **_like(weights)), {"weight": weights})(in_features)
 
 
 def run_positionwise_feedforward(
@@ -714,6 +756,22 @@ def run_row_parallel_linear_backward(
     """Beyond CS336: the gradients of sum(RowParallelLinear(x) * grad_output) on world_size ranks
     (the input scattered: its backward gathers), x's then the gathered weight's, flattened."""
     make = launch.module_factory(RowParallelLinear, d_in=d_in, d_out=d_out, input_is_parallel=False)
+    return _backward_output(
+        *launch.run_sharded_backward(make, {"weight": weights}, in_features, grad_output, world_size)
+    )
+
+
+def run_column_parallel_linear_backward(
+    d_in: int,
+    d_out: int,
+    world_size: int,
+    weights: Float[Tensor, " d_out d_in"],
+    in_features: Float[Tensor, " ... d_in"],
+    grad_output: Float[Tensor, " ... d_out"],
+) -> Float[Tensor, " n"]:
+    """Beyond CS336: the gradients of sum(ColumnParallelLinear(x) * grad_output) on world_size ranks,
+    the output gathered (its backward keeps this rank's slice), x's then the gathered weight's."""
+    make = launch.module_factory(ColumnParallelLinear, d_in=d_in, d_out=d_out, gather_output=True)
     return _backward_output(
         *launch.run_sharded_backward(make, {"weight": weights}, in_features, grad_output, world_size)
     )

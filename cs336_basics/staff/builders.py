@@ -479,6 +479,31 @@ def lm_cached_case(
     return make
 
 
+def generate_batch_case(prompt_lengths: list[int], max_new_tokens: int, vocab_size: int, context_length: int,
+                        d_model: int, num_layers: int, num_heads: int, d_ff: int, temperature: float,
+                        top_p: float = 1.0, rope_theta: float = 10000.0) -> Make:  # fmt: skip
+    """Prompts of different lengths (zero-padded on the right into one (batch, width) tensor) for
+    adapters.run_generate_batch, sampled with a drawn seed."""
+
+    def make(rng):
+        w = _lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_heads, d_ff, False)
+        ids = torch.zeros(len(prompt_lengths), max(prompt_lengths), dtype=torch.long)
+        for row, n in zip(ids, prompt_lengths, strict=True):
+            row[:n] = randint(rng, 0, vocab_size, (n,))
+        return dict(
+            **_lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+            weights=w,
+            prompt_ids=ids,
+            prompt_lengths=torch.tensor(prompt_lengths),
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=int(rng.integers(2**31)),
+        )
+
+    return make
+
+
 def generate_case(
     prompt_len: int,
     max_new_tokens: int,

@@ -32,11 +32,15 @@ def draw(case: Case) -> dict:
 
 
 def mistake_output(case: Case, mistake, inputs: dict) -> torch.Tensor | None:
-    """The mistake's output on the inputs, in the case's dtype; None if it raises what it declares."""
+    """The mistake's output on the inputs, in the case's dtype; None if it raises what it declares,
+    or, as a mistake of another component the case reaches (softmax's NaN in a sampled token's
+    draw), anything: no output to fingerprint."""
+    foreign = (Exception,) if mistake.component != case.component else ()
+    caught = (*getattr(mistake, "raises", ()), *foreign)  # a confuser declares none
     with mistake.applied(), torch.no_grad():
         try:
             return getattr(adapters(), case.adapter)(**inputs)
-        except getattr(mistake, "raises", ()):  # a confuser declares none
+        except caught:
             return None
 
 

@@ -150,6 +150,14 @@ CASES = [
         make=mha_cached_case((2, 2), 7, 32, 4, 2, prefill_length=3, padded=True),
         floor=8.7e-7,
     ),
+    # three tokens a call after the prefill (as speculative decoding or a chunked prefill does): the
+    # causal mask of a call's queries is offset by the keys already in the cache
+    multihead_self_attention_cached(
+        "mha_cached_steps_of_three",
+        seed=203,
+        make=edited(mha_cached_case((2,), 9, 32, 4, 2, prefill_length=2), lambda kw: kw.update(step_length=3)),
+        floor=8.7e-7,
+    ),
     # left padding: attention_mask hides each row's padding keys, at every cached step
     multihead_self_attention_cached(
         "mha_cached_padded_bf16",

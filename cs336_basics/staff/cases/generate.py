@@ -2,7 +2,7 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import edited, generate_case, sampling_case
+from cs336_basics.staff.builders import edited, generate_batch_case, generate_case, sampling_case
 from cs336_basics.staff.cases.case import EXACT_INT64, F64, Case
 from cs336_basics.staff.reference import expected_output
 
@@ -12,7 +12,13 @@ def _eos_is_the_third_token(kw: dict) -> None:
     kw["eos_token_id"] = int(expected_output("run_generate", kw)[2])
 
 
+def _eos_is_row_0_s_second_token(kw: dict) -> None:
+    # the id the first prompt's generation chooses second: that row stops after it, the others go on
+    kw["eos_token_id"] = int(expected_output("run_generate_batch", kw)[0, 1])
+
+
 generate = partial(Case, component="generate", adapter="run_generate", **EXACT_INT64)
+generate_batch = partial(Case, component="generate", adapter="run_generate_batch", **EXACT_INT64)
 top_p_filter = partial(Case, component="generate", adapter="run_top_p_filter")
 next_token_distribution = partial(Case, component="generate", adapter="run_next_token_distribution")
 sample_next_token = partial(Case, component="generate", adapter="run_sample_next_token", **EXACT_INT64)
@@ -25,6 +31,26 @@ CASES = [
         "generate_until_context_full",
         seed=39,
         make=generate_case(12, 10, 64, 16, 32, 2, 4, 64, num_kv_heads=2, tie=True),
+    ),
+    # use_cache=False recomputes the whole sequence at every step: the same tokens
+    generate(
+        "generate_greedy_without_cache",
+        seed=204,
+        make=edited(generate_case(5, 8, 64, 32, 32, 2, 4, 64), lambda kw: kw.update(use_cache=False)),
+    ),
+    # prompts of different lengths in one batch (left padding masked, each prompt's own positions,
+    # each row its own generator): each row's tokens are those of its prompt alone
+    generate_batch(
+        "generate_batch_sampled",
+        seed=205,
+        make=generate_batch_case([5, 2, 4], 6, 48, 32, 32, 2, 4, 64, temperature=1.5, top_p=0.8, rope_theta=100.0),
+    ),
+    generate_batch(
+        "generate_batch_greedy_eos",
+        seed=206,
+        make=edited(
+            generate_batch_case([3, 6], 5, 40, 32, 32, 2, 4, 64, temperature=0.0), _eos_is_row_0_s_second_token
+        ),
     ),
     generate("generate_f64", seed=127, make=generate_case(4, 6, 48, 24, 48, 1, 3, 96, rope_theta=500000.0), dtype=F64),
     # what sampling.py computes, graded on its own: the nucleus of probabilities (top-p), the

@@ -21,6 +21,7 @@ def _constant_row(kw: dict) -> None:
 rmsnorm = partial(Case, component="rmsnorm", adapter="run_rmsnorm")
 layernorm = partial(Case, component="layernorm", adapter="run_layernorm")
 rmsnorm_init = partial(Case, component="rmsnorm", adapter="run_rmsnorm_init_checks", **EXACT_INT64)
+layernorm_without_bias = partial(Case, component="layernorm", adapter="run_layernorm_without_bias")
 layernorm_init = partial(Case, component="layernorm", adapter="run_layernorm_init_checks", **EXACT_INT64)
 
 CASES = [
@@ -89,6 +90,14 @@ CASES = [
         seed=111,
         make=layernorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05, x_mean=-0.2),
         floor=5.1e-7,
+    ),
+    # LayerNorm(bias=False), as torch.nn.LayerNorm(bias=False): a gain and no bias parameter, which
+    # the strict load checks
+    layernorm_without_bias(
+        "layernorm_without_bias",
+        seed=201,
+        make=edited(layernorm_case((3, 4), 24, eps=1e-5, x_mean=1.0), lambda kw: kw.pop("biases")),
+        floor=1.8e-7,
     ),
     # initialisation: the gain 1 and the bias 0, as torch.nn.LayerNorm's (adapters.INIT_CHECKS)
     layernorm_init("layernorm_init", seed=196, make=init_case(seeded=False, d_model=48)),

@@ -3,6 +3,7 @@
 from functools import partial
 
 from cs336_basics.staff.builders import (
+    edited,
     parallel_attention_case,
     parallel_column_case,
     parallel_ffn_case,
@@ -16,8 +17,15 @@ column_parallel_linear = partial(Case, component="parallel", adapter="run_column
 row_parallel_linear = partial(Case, component="parallel", adapter="run_row_parallel_linear")
 parallel_swiglu = partial(Case, component="parallel", adapter="run_parallel_swiglu")
 row_backward = partial(Case, component="parallel", adapter="run_row_parallel_linear_backward")
+column_backward = partial(Case, component="parallel", adapter="run_column_parallel_linear_backward")
 swiglu_backward = partial(Case, component="parallel", adapter="run_parallel_swiglu_backward")
 swiglu_collectives = partial(Case, component="parallel", adapter="run_parallel_swiglu_collectives")
+
+
+def _no_gather_key(kw: dict) -> None:
+    del kw["gather_output"]  # run_column_parallel_linear_backward always gathers
+
+
 parallel_attention = partial(Case, component="parallel", adapter="run_parallel_attention")
 parallel_lm = partial(Case, component="parallel", adapter="run_parallel_transformer_lm")
 
@@ -59,6 +67,13 @@ CASES = [
         make=with_grad_output(parallel_row_case((5,), 24, 16, 2), "d_out"),
         floor=0.0,
         dtype=F64,
+    ),
+    # the gathered output's backward keeps this rank's slice of the gradient
+    column_backward(
+        "parallel_column_backward",
+        seed=202,
+        make=with_grad_output(edited(parallel_column_case((3, 2), 24, 32, 2), _no_gather_key), "d_out"),
+        floor=9.9e-8,
     ),
     # Megatron's count: one all-reduce in forward (g), in backward one per column-parallel layer
     # (f before w1 and before w3), nothing else
