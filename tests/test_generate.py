@@ -6,7 +6,7 @@ import torch
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.generation.generate import generate, generate_batch
-from cs336_basics.generation.sampling import sample_next_token, top_p_filter
+from cs336_basics.generation.sampling import next_token_distribution, sample_next_token, top_p_filter
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
 
 from . import adapters, oracles
@@ -63,10 +63,28 @@ def test_generate_zero_temperature_is_argmax():
     assert sample_next_token(logits).tolist() == [1]
 
 
+def test_generate_zero_temperature_is_argmax_over_the_last_dimension():
+    logits = torch.tensor([[[0.1, 2.0, -1.0, 1.9]], [[3.0, 0.0, 0.5, 0.2]]])  # (2, 1, vocab)
+    assert sample_next_token(logits).tolist() == [[1], [0]]
+    assert sample_next_token(logits[0, 0]).tolist() == 1  # one row: (vocab,) -> a scalar
+
+
+def test_generate_distribution_of_half_type_logits_is_computed_in_float32():
+    logits = torch.randn(2, 50, generator=torch.Generator().manual_seed(0)).bfloat16()
+    probs = next_token_distribution(logits, 0.7)
+    assert probs.dtype == torch.float32
+    assert torch.equal(probs, next_token_distribution(logits.float(), 0.7))  # bf16 -> float32 is exact
+
+
 def test_generate_top_p_keeps_the_smallest_nucleus():
     probs = torch.tensor([0.5, 0.1, 0.3, 0.1])
     assert torch.allclose(top_p_filter(probs, 0.75), torch.tensor([0.625, 0.0, 0.375, 0.0]))
     assert torch.allclose(top_p_filter(probs, 0.5), torch.tensor([1.0, 0.0, 0.0, 0.0]))
+
+
+def test_generate_top_p_of_one_keeps_every_token():
+    probs = torch.tensor([0.5, 0.5, 1e-9])  # the first two already sum to 1 in float32: the third is kept too
+    assert torch.equal(top_p_filter(probs, 1.0), probs)
 
 
 @pytest.mark.parametrize("vocab, scale", [(1000, 0.5), (5000, 2.0)])
@@ -139,3 +157,25 @@ def test_generate_batch_float32_greedy_equals_each_prompt_alone(model):
 def test_generate_batch_rejects_an_empty_prompt(model):
     with pytest.raises(ValueError, match=r"prompts\[1\] must hold at least one token"):
         generate_batch(model, [[1, 2], []], 4)
+
+
+def test_generate_takes_end_of_sequence_ids_from_any_iterable(model):
+    tokens = run(model)
+    eos = tokens[3]
+    assert run(model, eos_token_ids=iter([eos])) == tokens[: tokens.index(eos) + 1]  # read once, not per step
+
+
+def test_generate_batch_takes_end_of_sequence_ids_from_any_iterable(model64):
+    kw = dict(max_new_tokens=12, temperature=1.0, top_p=0.9)
+    free = alone(model64, BATCH, seeds=[1, 2, 3, 4], **kw)
+    eos = free[0][2]  # not the first token: a check that consumes the iterator misses it
+    expected = [t[: t.index(eos) + 1] if eos in t else t for t in free]
+    assert len(expected[0]) == 3
+    assert batched(model64, BATCH, seeds=[1, 2, 3, 4], eos_token_ids=iter([eos]), **kw) == expected
+
+
+def test_generate_batch_gives_a_full_prompt_nothing_and_a_nearly_full_one_a_token(model64):
+    prompts = [[3] * CTX, [4] * (CTX - 1), [5, 6]]
+    expected = alone(model64, prompts, max_new_tokens=3)
+    assert [len(t) for t in expected] == [0, 1, 3]
+    assert batched(model64, prompts, max_new_tokens=3) == expected

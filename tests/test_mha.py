@@ -141,3 +141,28 @@ def test_mha_padding_mask_hides_the_padding_keys():
     mask = torch.tensor([[False, False, True, True, True]])
     positions = torch.tensor([[0, 0, 0, 1, 2]])
     assert torch.allclose(attn(padded, positions, attention_mask=mask)[:, 2:], attn(x), atol=1e-12, rtol=0)
+
+
+def test_mha_causal_mask_is_built_on_the_given_device():
+    mask = F.causal_mask(3, 5, device="meta")
+    assert mask.device.type == "meta" and mask.dtype == torch.bool and mask.shape == (3, 5)
+
+
+def test_mha_grouped_query_takes_a_mask_per_query_head():
+    """A (num_heads, queries, keys) mask: query head h gets row h, its key/value head h // group."""
+    q, k, v = (
+        rand(2, 4, 5, 8, seed=0, dtype=F64),
+        rand(2, 2, 7, 8, seed=1, dtype=F64),
+        rand(2, 2, 7, 8, seed=2, dtype=F64),
+    )
+    mask = torch.rand(4, 5, 7, generator=torch.Generator().manual_seed(3)) > 0.5
+    mask[..., 0] = True  # every query may attend to a key (the built-in gives NaN otherwise)
+    expected = oracles.sdpa(q, k.repeat_interleave(2, dim=-3), v.repeat_interleave(2, dim=-3), mask)
+    assert_close(F.grouped_query_attention(q, k, v, mask), expected, tol("attention.f64"), "a mask per query head")
+
+
+def test_mha_two_token_sequence_is_causal():
+    """The first of two tokens sees only itself: its output is the one it has alone."""
+    module, x = seeded_mha(4, 2).double(), x_of()
+    with torch.no_grad():
+        assert_close(module(x[:, :2])[:, :1], module(x[:, :1]), tol("mha.cache"), "first of two vs alone")

@@ -87,19 +87,26 @@ ALIASES = {
 }
 
 
-# Files whose regions belong to a component other than their name or folder says.
-FILE_COMPONENTS = {"pretokenize": "train_bpe"}  # train_bpe needs it first; the tokenizer reuses it
+# Files (folder/name) whose regions belong to a component other than their folder or name says.
+FILE_COMPONENTS = {
+    "tokenizer/pretokenize.py": "train_bpe",  # train_bpe needs it first; the tokenizer reuses it
+    "tokenizer/train_bpe.py": "train_bpe",  # its own component, in the tokenizer's folder
+    "modules/attention.py": "mha",  # MultiHeadSelfAttention: README's mha section
+    "generation/sampling.py": "generate",  # sample_next_token and top_p: README's generate section
+}
 
 
 def _component(qualname: str, path: Path | None = None) -> str | None:
     """`SwiGLUFFN.forward` and `functional.swiglu_ffn` -> swiglu: the longest component name (or
-    ALIASES key) that starts the def's or class's name, underscores ignored. A file named after a
-    component (tokenizer/train_bpe.py), or in a package named after one (nn/parallel/comm.py),
-    belongs to that component, whatever its defs are called."""
-    if path is not None and FILE_COMPONENTS.get(path.stem, path.stem) in COMPONENTS:
-        return FILE_COMPONENTS.get(path.stem, path.stem)  # tokenizer/train_bpe.py -> train_bpe
-    if path is not None and path.parent.name in COMPONENTS:
-        return path.parent.name
+    ALIASES key) that starts the def's or class's name, underscores ignored. A file in a package
+    named after a component (nn/parallel/swiglu.py: ParallelSwiGLUFFN is README's parallel
+    section), else named after one (nn/modules/rope.py), belongs to that component, whatever its
+    defs are called; FILE_COMPONENTS overrides both (tokenizer/train_bpe.py -> train_bpe)."""
+    if path is not None:
+        named = FILE_COMPONENTS.get(f"{path.parent.name}/{path.name}")
+        for component in (named, path.parent.name, path.stem):
+            if component in COMPONENTS:
+                return component
     name = qualname.removeprefix("functional.").removeprefix(f"{path.stem}." if path else "")
     name = name.split(".")[0].lower().replace("_", "")
     names = {c.replace("_", ""): c for c in COMPONENTS} | ALIASES
