@@ -207,9 +207,11 @@ def run_swiglu(
     w2_weight: Float[Tensor, " d_model d_ff"],
     w3_weight: Float[Tensor, " d_ff d_model"],
     in_features: Float[Tensor, " ... d_model"],
+    activation: str = "silu",
 ) -> Float[Tensor, " ... d_model"]:
+    """Beyond CS336: `activation` gates (GeGLU with "gelu"; Shazeer 2020)."""
     weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
-    return _loaded(SwiGLUFFN(d_model, d_ff, **_like(w1_weight)), weights)(in_features)
+    return _loaded(SwiGLUFFN(d_model, d_ff, activation=activation, **_like(w1_weight)), weights)(in_features)
 
 
 def run_rmsnorm(
@@ -334,9 +336,8 @@ def run_rope(
     in_query_or_key: Float[Tensor, " ... sequence_length d_k"],
     token_positions: Int[Tensor, " ... sequence_length"],
 ) -> Float[Tensor, " ... sequence_length d_k"]:
-    return RotaryPositionalEmbedding(theta, d_k, max_seq_len, device=in_query_or_key.device)(
-        in_query_or_key, token_positions
-    )
+    rope = RotaryPositionalEmbedding(theta, d_k, max_seq_len, device=in_query_or_key.device)
+    return _loaded(rope, {})(in_query_or_key, token_positions)  # no weights: its tables are not state
 
 
 def run_transformer_block(
@@ -606,6 +607,19 @@ def run_layernorm(
 ) -> Float[Tensor, " ... d_model"]:
     module = LayerNorm(d_model, eps=eps, bias=True, **_like(weights))
     return _loaded(module, {"weight": weights, "bias": biases})(in_features)
+
+
+def run_positionwise_feedforward_without_biases(
+    d_model: int,
+    d_ff: int,
+    w1_weight: Float[Tensor, " d_ff d_model"],
+    w2_weight: Float[Tensor, " d_model d_ff"],
+    in_features: Float[Tensor, " ... d_model"],
+    activation: str = "gelu",
+) -> Float[Tensor, " ... d_model"]:
+    """Beyond CS336: PositionWiseFFN(..., bias=False), its two weights loaded (no bias parameters)."""
+    module = PositionWiseFFN(d_model, d_ff, activation=activation, bias=False, **_like(w1_weight))
+    return _loaded(module, {"w1.weight": w1_weight, "w2.weight": w2_weight})(in_features)
 
 
 def run_layernorm_without_bias(

@@ -5,15 +5,14 @@ from cs336_basics.nn import PositionWiseFFN
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
-from . import oracles
+from . import adapters, oracles
 from ._helpers import F64, assert_close, rand
-from .adapters import run_positionwise_feedforward
 
 
 @pytest.mark.parametrize("case", fixture_names("positionwise_ffn"))
 def test_positionwise_ffn_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_positionwise_feedforward(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("batch", [(), (5,), (2, 3, 4)], ids=["1d", "2d", "4d"])

@@ -2,11 +2,24 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import ffn_block_case, positionwise_case, swiglu_case
+from cs336_basics.staff.builders import edited, ffn_block_case, positionwise_case, swiglu_case
 from cs336_basics.staff.cases.case import BF16, F64, B, Case
 
 swiglu = partial(Case, component="swiglu", adapter="run_swiglu")
 positionwise_feedforward = partial(Case, component="positionwise_ffn", adapter="run_positionwise_feedforward")
+positionwise_without_biases = partial(
+    Case, component="positionwise_ffn", adapter="run_positionwise_feedforward_without_biases"
+)
+
+
+def _no_biases(kw: dict) -> None:
+    del kw["b1"], kw["b2"]
+
+
+def _geglu(kw: dict) -> None:
+    kw["activation"] = "gelu"
+
+
 ffn_block = partial(Case, component="ffn_block", adapter="run_ffn_block")
 
 CASES = [
@@ -14,6 +27,8 @@ CASES = [
     swiglu("swiglu_4d", seed=19, make=swiglu_case((2, 2, 3), 40, 96, x_std=3.0), floor=6.5e-7),
     swiglu("swiglu_bf16", seed=20, make=swiglu_case(B, 64, 128), floor=1.7e-2, dtype=BF16),
     swiglu("swiglu_2d_f64", seed=112, make=swiglu_case((6,), 24, 72), floor=5.6e-16, dtype=F64),
+    # the activation argument gates: GeGLU (Shazeer 2020) with "gelu"
+    swiglu("swiglu_geglu", seed=208, make=edited(swiglu_case((4, 3), 32, 64), _geglu), floor=4.5e-7),
     # hidden: d_ff not a multiple of 64 with odd d_model; 1-D; bfloat16
     swiglu("swiglu_odd", hidden=True, seed=1071, make=swiglu_case((5,), 33, 100), floor=3.8e-7),
     swiglu("swiglu_1d", hidden=True, seed=1072, make=swiglu_case((), 16, 45, x_std=2.0), floor=3.1e-7),
@@ -45,6 +60,13 @@ CASES = [
         make=positionwise_case((5,), 12, 24, activation="gelu_tanh"),
         floor=2.8e-16,
         dtype=F64,
+    ),
+    # PositionWiseFFN(bias=False): two weights and no bias parameters, which the strict load checks
+    positionwise_without_biases(
+        "positionwise_ffn_without_biases",
+        seed=207,
+        make=edited(positionwise_case((3, 4), 16, 48, activation="silu"), _no_biases),
+        floor=2.3e-7,
     ),
     # hidden: odd sizes; ReLU on 4-D input; tanh-GELU in bfloat16
     positionwise_feedforward(

@@ -41,12 +41,12 @@ CASES = [
     # prompts of different lengths in one batch (left padding masked, each prompt's own positions,
     # each row its own generator): each row's tokens are those of its prompt alone
     generate_batch(
-        "generate_batch_sampled",
+        "generate_sampled_in_a_batch",
         seed=205,
         make=generate_batch_case([5, 2, 4], 6, 48, 32, 32, 2, 4, 64, temperature=1.5, top_p=0.8, rope_theta=100.0),
     ),
     generate_batch(
-        "generate_batch_greedy_eos",
+        "generate_stops_at_eos_in_a_batch",
         seed=206,
         make=edited(
             generate_batch_case([3, 6], 5, 40, 32, 32, 2, 4, 64, temperature=0.0), _eos_is_row_0_s_second_token
