@@ -352,6 +352,8 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
 GRADED |= MODEL_HALF
 
 
+# every graded case loads its module's weights
+INIT = "initialisation: no graded case draws it (the cases load weights)"
 UNGRADED: dict[str, str] = {
     "test_cross_entropy_gradient_matches_torch_builtin": "autograd's gradient of the graded forward",
     "test_cross_entropy_gradient_of_huge_logits_is_finite": "autograd's gradient of the graded forward",
@@ -397,16 +399,16 @@ UNGRADED: dict[str, str] = {
     "test_parallel_heads_split_equals_one_process": "the heads' split (ParallelMultiHeadSelfAttention): no graded case yet",
     "test_rope_cast_to_half_keeps_float64_tables": "module.to(dtype): the adapters build RoPE and never cast it",
     # added with the argument-flow and dtype-policy work
-    "test_linear_init_weights_have_mean_zero": "initialisation: no graded case draws it (the cases load weights)",
-    "test_linear_init_weight_std_is_that_of_sqrt_2_over_d_in_plus_d_out_truncated_at_3_std": "initialisation: no graded case draws it (the cases load weights)",
-    "test_linear_init_weights_lie_within_3_std": "initialisation: no graded case draws it (the cases load weights)",
-    "test_linear_init_bias_is_zero": "initialisation: no graded case draws it (the cases load weights)",
-    "test_embedding_init_weights_have_mean_zero": "initialisation: no graded case draws it (the cases load weights)",
-    "test_embedding_init_weight_std_is_that_of_a_unit_normal_truncated_at_3": "initialisation: no graded case draws it (the cases load weights)",
-    "test_embedding_init_weights_lie_within_3": "initialisation: no graded case draws it (the cases load weights)",
-    "test_layernorm_init_gain_is_one": "initialisation: no graded case draws it (the cases load weights)",
-    "test_layernorm_init_bias_is_zero": "initialisation: no graded case draws it (the cases load weights)",
-    "test_rmsnorm_init_gain_is_one": "initialisation: no graded case draws it (the cases load weights)",
+    "test_linear_init_weights_have_mean_zero": INIT,
+    "test_linear_init_weight_std_is_that_of_sqrt_2_over_d_in_plus_d_out_truncated_at_3_std": INIT,
+    "test_linear_init_weights_lie_within_3_std": INIT,
+    "test_linear_init_bias_is_zero": INIT,
+    "test_embedding_init_weights_have_mean_zero": INIT,
+    "test_embedding_init_weight_std_is_that_of_a_unit_normal_truncated_at_3": INIT,
+    "test_embedding_init_weights_lie_within_3": INIT,
+    "test_layernorm_init_gain_is_one": INIT,
+    "test_layernorm_init_bias_is_zero": INIT,
+    "test_rmsnorm_init_gain_is_one": INIT,
     "test_layernorm_module_without_bias_matches_torch_nn_layernorm": "run_layernorm always loads a bias (CS336's "
     "signature); ffn_block_original_no_bias grades LayerNorm(bias=False) inside the FFN block",
     "test_checkpoint_iteration_may_be_a_numpy_integer": "CS336's adapters pass the iteration as an int",

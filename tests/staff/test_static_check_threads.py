@@ -1,6 +1,6 @@
 """grade_all grades submissions in threads of one process, so the static check (grader/
-static_check.py) and the source rule (source_rule.py) parse sources in several threads at once, while the collector runs finalizers
-in them: on CPython 3.11 before 3.11.8 such concurrent ast.parse calls can fail with "AST
+static_check.py) and the source rule (source_rule.py) parse sources in several threads at once,
+while the collector runs finalizers in them: on CPython 3.11 before 3.11.8 such concurrent ast.parse calls can fail with "AST
 constructor recursion depth mismatch" (python/cpython#106905), and a submission's review was
 then empty."""
 
@@ -26,7 +26,7 @@ class _Finalized:
 
 
 @pytest.mark.parametrize("checker", [findings_of, source_rule.check_source], ids=["static_check", "source_rule"])
-def test_static_check_gives_the_same_findings_in_threads_at_once(checker):
+def test_checks_give_the_same_findings_in_threads_at_once(checker):
     expected = checker(SOURCE, "cs336_basics/nn/functional.py")
     outcomes = []
 

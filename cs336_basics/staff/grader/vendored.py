@@ -210,11 +210,6 @@ def _number(text: str) -> str:
         return text
 
 
-def _parse(source: str) -> ast.Module:
-    """ast.parse, one at a time in the process (source_rule.PARSING)."""
-    return parse(source)
-
-
 def _kept_tokens(source: str, drop: list[tuple]) -> list[tokenize.TokenInfo]:
     """source's tokens without layout and without those inside the spans to drop (an annotation's
     `:` or `->` too)."""
@@ -232,7 +227,7 @@ def _kept_tokens(source: str, drop: list[tuple]) -> list[tokenize.TokenInfo]:
 
 def normalised(source: str) -> tuple[list[str], list[tuple[int, int]], ast.Module]:
     """source's normalised tokens (see the module's docstring), their start positions, its tree."""
-    tree = _parse(source)
+    tree = parse(source)  # one at a time in the process (source_rule.PARSING)
     toks = _kept_tokens(source, _dropped_spans(tree, source.splitlines()))
     out, positions, brackets = [], [], []  # brackets: per open bracket, whether it is a call's `(`
     for i, tok in enumerate(toks):
