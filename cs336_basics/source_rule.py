@@ -368,16 +368,35 @@ def check_source(
     return list(out.values())
 
 
-# One ast.parse at a time in a process: concurrent parses can fail on CPython 3.11 before 3.11.8
-# ("AST constructor recursion depth mismatch", python/cpython#106905), and the grader checks
-# submissions in threads. Every parse of the grader's checks goes through it (static_check, vendored).
+# CPython 3.11 keeps one AST recursion counter per interpreter (python/cpython#106905): a parse
+# that runs while another is building its tree (in another thread, or in a finalizer the garbage
+# collector runs in the middle of it) fails with "AST constructor recursion depth mismatch". The
+# grader checks submissions in threads, so every parse of its checks takes PARSING (static_check,
+# vendored, the handout's stubs, the grader's traceback formatting), and a parse that one outside
+# the lock raced runs again.
 PARSING = threading.RLock()
+_RACED = "AST constructor recursion depth mismatch"
+PARSE_TRIES = 3
 
 
-def parse(source: str) -> ast.Module:
-    """ast.parse(source), one at a time (PARSING)."""
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    """ast.parse(source), one at a time (PARSING); again when a parse outside the lock raced it."""
+    for attempt in range(PARSE_TRIES):
+        with PARSING:
+            try:
+                return ast.parse(source, filename)
+            except SystemError as e:
+                if _RACED not in str(e) or attempt == PARSE_TRIES - 1:
+                    raise
+
+
+def format_exc(limit: int | None = None) -> str:
+    """traceback.format_exc(limit) under PARSING: on CPython 3.11 formatting a traceback parses
+    each line it underlines."""
+    import traceback
+
     with PARSING:
-        return ast.parse(source)
+        return traceback.format_exc(limit=limit)
 
 
 def digest(text: str) -> str:

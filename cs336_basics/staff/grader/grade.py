@@ -34,7 +34,6 @@ import shutil
 import sys
 import tempfile
 import time
-import traceback
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -324,7 +323,7 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
         except SubmissionError as e:
             verdicts = {c.name: (False, f"your submission could not be graded: {e}") for c in cases}
         except Exception as e:  # noqa: BLE001 - an unreadable archive must not stop results.json
-            report.notes.append("could not prepare the submission:\n" + traceback.format_exc(limit=-3))
+            report.notes.append("could not prepare the submission:\n" + source_rule.format_exc(limit=-3))
             verdicts = {c.name: (False, f"your submission could not be read: {type(e).__name__}") for c in cases}
         else:
             report.review = _review(root / "code" / "cs336_basics", report)
@@ -343,7 +342,7 @@ def _review(package: Path, report: GradeReport) -> list[Finding]:
     try:
         return check_package(package)
     except Exception:  # noqa: BLE001 - a checker bug must not stop the grading
-        report.notes.append("static check failed:\n" + traceback.format_exc(limit=-3))
+        report.notes.append("static check failed:\n" + source_rule.format_exc(limit=-3))
         return []
 
 
@@ -354,7 +353,7 @@ def _violations(package: Path, report: GradeReport) -> tuple:
     try:
         return tuple(source_rule.check_package(package, _given()))
     except Exception:  # noqa: BLE001
-        report.notes.append("source rule failed:\n" + traceback.format_exc(limit=-3))
+        report.notes.append("source rule failed:\n" + source_rule.format_exc(limit=-3))
         return (source_rule.Violation("cs336_basics", 0, "the source rule could not check it", "", None),)
 
 
@@ -402,8 +401,8 @@ def _run(
         except WorkerCannotStart:
             raise  # no worker can run here: nothing is graded, nobody is docked
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
-            print(traceback.format_exc(), file=sys.stderr)
-            report.notes.append("internal grader error:\n" + traceback.format_exc(limit=-3))
+            print(source_rule.format_exc(), file=sys.stderr)
+            report.notes.append("internal grader error:\n" + source_rule.format_exc(limit=-3))
             verdicts |= {c.name: (False, "the grader failed internally; course staff have the details") for c in part}
         finally:
             sandbox.unmount_under(root / name)  # the workers' homes (tmpfs), read by now

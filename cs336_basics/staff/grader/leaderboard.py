@@ -22,6 +22,7 @@ import torch
 
 from cs336_basics import evaluate as E
 from cs336_basics import leaderboard as L
+from cs336_basics import source_rule
 from cs336_basics.staff.grader import protocol, sandbox, submission
 from cs336_basics.staff.grader.config import GradingConfig
 from cs336_basics.staff.grader.runner import Runner, read_worker_file
@@ -241,10 +242,8 @@ def evaluate_entry(
     except (L.LeaderboardError, ValueError) as e:
         return Entry(None, None, f"no leaderboard entry: {e}")
     except Exception:  # noqa: BLE001 - a grader bug must not stop results.json
-        import traceback
-
         if notes is not None:
-            notes.append("leaderboard evaluation failed:\n" + traceback.format_exc(limit=-3))
+            notes.append("leaderboard evaluation failed:\n" + source_rule.format_exc(limit=-3))
         return Entry(None, None, "no leaderboard entry: the grader failed evaluating it; course staff have the details")
     finally:
         shutil.rmtree(base, ignore_errors=True)

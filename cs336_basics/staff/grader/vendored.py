@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from cs336_basics.source_rule import PARSING, parse
+from cs336_basics.source_rule import parse
 
 K = 12  # tokens per k-gram
 WINDOW = 6  # k-grams per winnowing window: shared runs of K + WINDOW - 1 = 17 tokens are always found
@@ -210,11 +210,6 @@ def _number(text: str) -> str:
         return text
 
 
-def _parse(source: str) -> ast.Module:
-    """ast.parse, one at a time in the process (source_rule.PARSING)."""
-    return parse(source)
-
-
 def _kept_tokens(source: str, drop: list[tuple]) -> list[tokenize.TokenInfo]:
     """source's tokens without layout and without those inside the spans to drop (an annotation's
     `:` or `->` too)."""
@@ -232,7 +227,7 @@ def _kept_tokens(source: str, drop: list[tuple]) -> list[tokenize.TokenInfo]:
 
 def normalised(source: str) -> tuple[list[str], list[tuple[int, int]], ast.Module]:
     """source's normalised tokens (see the module's docstring), their start positions, its tree."""
-    tree = _parse(source)
+    tree = parse(source)  # one at a time in the process (source_rule.PARSING)
     toks = _kept_tokens(source, _dropped_spans(tree, source.splitlines()))
     out, positions, brackets = [], [], []  # brackets: per open bracket, whether it is a call's `(`
     for i, tok in enumerate(toks):
@@ -449,5 +444,4 @@ def handout_text(rel: str) -> str:
     path = REPO / rel
     if not path.is_file():
         return ""
-    with PARSING:  # stub_text parses the file too
-        return stub_text(path)
+    return stub_text(path)
