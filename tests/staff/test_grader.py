@@ -28,7 +28,7 @@ import pytest
 import torch
 
 from cs336_basics import REPO
-from cs336_basics.staff.cases import BY_NAME
+from cs336_basics.staff.cases import BY_NAME, CASES
 from cs336_basics.staff.grader import autograder, runner
 from cs336_basics.staff.grader.cases import graded_cases
 from cs336_basics.staff.grader.config import load_config
@@ -68,13 +68,36 @@ def scores_if_only(*working: str) -> dict[str, float]:
 
 ALL = tuple(POINTS)
 # Components whose cases also run another component's code: the decoder is built from the FFN parts
-# (attention calls softmax; the layer and the model call RMSNorm; the model looks up embeddings).
+# (attention calls softmax; the layer and the model call RMSNorm; the model looks up embeddings),
+# and the tensor-parallel attention and model run those kernels on each rank.
 USERS = {
-    "embedding": ("lm", "generate"),
-    "softmax": ("attention", "mha", "block", "lm", "generate"),
-    "rmsnorm": ("ffn_block", "block", "lm", "generate"),
+    "embedding": ("lm", "generate", "parallel"),
+    "softmax": ("attention", "mha", "block", "lm", "generate", "parallel"),
+    "rmsnorm": ("ffn_block", "block", "lm", "generate", "parallel"),
     "train_bpe": ("tokenizer",),  # the tokenizer calls pretokenize.py and merge_word, train_bpe's
 }
+# Adapters that run fewer components' code than the rest of their component: generate's sampling
+# runs no model, an initialisation check no kernel, a tensor-parallel adapter only its own layers.
+RUNS_ONLY = {
+    **{c.adapter: ("parallel",) for c in CASES if c.component == "parallel"},
+    "run_parallel_attention": ("parallel", "softmax"),
+    "run_parallel_transformer_lm": ("parallel", "embedding", "softmax", "rmsnorm"),
+    "run_top_p_filter": ("generate",),
+    "run_next_token_distribution": ("generate", "softmax"),
+    "run_sample_next_token": ("generate", "softmax"),
+    **{f"run_{c}_init_checks": () for c in ("linear", "embedding", "rmsnorm", "layernorm")},
+}
+# The tensor-parallel cases each run their ranks in processes of their own: a rank that ends or
+# runs out of memory fails its case only, where it ends the worker of any other component.
+OWN_PROCESSES = ("parallel",)
+
+
+def runs(case) -> set[str]:
+    """The components whose code a graded case runs."""
+    adapter = BY_NAME[case.name].adapter
+    if adapter in RUNS_ONLY:
+        return set(RUNS_ONLY[adapter])
+    return {case.component} | {b for b, users in USERS.items() if case.component in users}
 
 
 def unaffected_by(*broken: str) -> tuple[str, ...]:
@@ -83,29 +106,21 @@ def unaffected_by(*broken: str) -> tuple[str, ...]:
     return tuple(c for c in ALL if c not in hit)
 
 
-ALL_BUT_CHEATED = unaffected_by(CHEATED)
-# generate's sampling cases run no model: of the other components, only these
-SAMPLING_USES = {
-    "run_top_p_filter": (),
-    "run_next_token_distribution": ("softmax",),
-    "run_sample_next_token": ("softmax",),
-}
-
-
 def scores_if_broken(*broken: str) -> dict[str, float]:
-    """Each component's points times the share of its graded cases that run none of `broken`'s
-    code: all of a component that is not hit, generate's sampling cases unless their own users break."""
-    hit = set(ALL) - set(unaffected_by(*broken))
+    """Each component's points times the share of its graded cases that run none of `broken`'s code."""
     scores = {}
     for c in ALL:
         cases = graded_cases([c])
-        adapters = [BY_NAME[k.name].adapter for k in cases]
-        fine = [
-            c not in hit or (c not in broken and a in SAMPLING_USES and not set(SAMPLING_USES[a]) & set(broken))
-            for a in adapters
-        ]
-        scores[c] = float(Fraction(POINTS[c]) * sum(fine) / len(cases))
+        fine = sum(not runs(k) & set(broken) for k in cases)
+        scores[c] = float(Fraction(POINTS[c]) * fine / len(cases))
     return scores
+
+
+def scores_if_the_worker_ends(*broken: str) -> dict[str, float]:
+    """A worker that ends while running `broken`'s code takes its component's other cases with it,
+    but a tensor-parallel rank's process ends alone (OWN_PROCESSES)."""
+    per_case = scores_if_broken(*broken)
+    return scores_if_only(*unaffected_by(*broken)) | {c: per_case[c] for c in OWN_PROCESSES}
 
 
 # ------------------------------------------------------------------ building the samples
@@ -265,7 +280,12 @@ def outputs_of(report, hidden: bool) -> list[str]:
 
 
 def outputs(report, component: str, hidden: bool | None = None) -> list[str]:
-    return [r.output for r in report.results if r.case.component == component and hidden in (None, r.case.hidden)]
+    """The messages of component's cases that run its code (not its initialisation checks)."""
+    return [
+        r.output
+        for r in report.results
+        if r.case.component == component and component in runs(r.case) and hidden in (None, r.case.hidden)
+    ]
 
 
 # ------------------------------------------------------------------ scores
@@ -300,14 +320,13 @@ def test_grader_memorised_public_fixtures_score_zero(graded):
 def test_grader_kernel_that_changes_its_input_loses_that_component(graded):
     report = graded["changes_input"]
     scores = report.component_scores()
-    assert scores["rmsnorm"] == 0 and 0 < scores["ffn_block"] < POINTS["ffn_block"]  # its RMSNorm cases only
+    assert 0 < scores["ffn_block"] < POINTS["ffn_block"]  # its RMSNorm cases only
     fine = unaffected_by("rmsnorm")
     assert {c: scores[c] for c in fine} == {c: float(POINTS[c]) for c in fine}
-    assert all(
-        "changed its input in_features in place" in r.output
-        for r in report.results
-        if r.case.component == "rmsnorm" and not r.case.hidden
-    )
+    rmsnorm = [r for r in report.results if r.case.component == "rmsnorm"]
+    runs_the_kernel = [r for r in rmsnorm if "rmsnorm" in runs(r.case)]
+    assert not any(r.passed for r in runs_the_kernel)  # a correct initialisation still scores
+    assert all("changed its input in_features in place" in r.output for r in runs_the_kernel if not r.case.hidden)
 
 
 def test_grader_public_cases_are_drawn_anew_and_the_reference_passes_them(tmp_path):
@@ -329,7 +348,14 @@ def test_grader_public_cases_are_drawn_anew_and_the_reference_passes_them(tmp_pa
 
         new, old = flat(fx.kwargs), flat(stored[name].kwargs)
         tensors = list(old)
-        assert tensors, name
+        if not tensors:  # an initialisation case: its generator's seed is what is drawn, if it has one
+            seeded = "seed" in stored[name].kwargs
+            assert set(fx.kwargs) == set(stored[name].kwargs), name
+            assert {k: v for k, v in fx.kwargs.items() if k != "seed"} == {
+                k: v for k, v in stored[name].kwargs.items() if k != "seed"
+            }, name
+            assert not seeded or fx.kwargs["seed"] != stored[name].kwargs["seed"], name
+            continue
         if fx.component in text_of_drawn_length:
             assert all(new[k].dim() == old[k].dim() and new[k].dtype == old[k].dtype for k in tensors), name
         else:
@@ -397,7 +423,7 @@ def test_grader_memory_hog_loses_only_that_component(graded):
 
 def test_grader_early_exit_loses_only_that_component(graded):
     report = graded["exits_early"]
-    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert report.component_scores() == scores_if_the_worker_ends(CHEATED)
     assert all("exited with code 0" in o for o in outputs(report, CHEATED, hidden=False))
     assert all("ended while running embedding" in o for o in outputs(report, CHEATED, hidden=True))
 
@@ -439,7 +465,11 @@ def test_grader_fixture_reading_cheat_works_without_the_sandbox(graded):
     report = graded["reads_fixtures_unsandboxed"]
     # (lm and generate look up embeddings of ids no fixture holds: their cases fail with it)
     assert all(r.passed for r in report.results if r.case.hidden and r.case.component not in USERS[CHEATED])
-    assert not any(r.passed for r in report.results if r.case.component == CHEATED and not r.case.hidden)
+    assert not any(
+        r.passed
+        for r in report.results
+        if r.case.component == CHEATED and CHEATED in runs(r.case) and not r.case.hidden
+    )
 
 
 def test_grader_reading_fixture_files_finds_nothing(graded):
@@ -572,7 +602,7 @@ def test_grader_no_hidden_input_reaches_results_json(graded):
 
     report = graded["leaks_inputs"]
     text = json.dumps(to_gradescope(report))
-    cases = [c for c in graded_cases(CONFIG.components) if c.component == CHEATED]
+    cases = [c for c in graded_cases(CONFIG.components) if c.component == CHEATED and CHEATED in runs(c)]
     hidden = [input_digest(load_fixture(c.path.stem, c.path.parent).kwargs["token_ids"]) for c in cases if c.hidden]
     shown = set(re.findall(r"SEEN[0-9a-f]{16}", text))
     assert len(shown) >= sum(not c.hidden for c in cases)  # the control: the leak works for what a worker may show
@@ -670,7 +700,7 @@ def test_grader_grade_all_writes_gradebook_and_results(graded, samples, tmp_path
     assert rows[2].startswith("bob.zip,") and rows[2].endswith(f",{CONFIG.max_score:g},{CONFIG.max_score:g},0")
     assert [r.score for r in reports[:2]] == [partial, CONFIG.max_score]
     if os.geteuid() == 0:  # the cgroup kills carol's worker; without root its memfd fits
-        assert reports[2].component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+        assert reports[2].component_scores() == scores_if_the_worker_ends(CHEATED)
     assert json.loads((tmp_path / "results" / "alice.json").read_text())["score"] == partial
     assert json.loads((tmp_path / "results" / "bob.zip.json").read_text())["score"] == CONFIG.max_score
 
@@ -753,7 +783,7 @@ def _exhausts(graded) -> dict:
 @pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
 def test_grader_memfd_past_the_memory_limit_loses_only_that_component_saying_out_of_memory(graded):
     report = graded["exhausts"]
-    assert report.component_scores() == scores_if_only(*ALL_BUT_CHEATED)
+    assert report.component_scores() == scores_if_the_worker_ends(CHEATED)
     limit = f"at most {CONFIG.limits.resident_mb} MB"
     assert all("ran out of memory" in o and limit in o for o in outputs(report, CHEATED))
 

@@ -34,6 +34,7 @@ CASES = [
     # errors of a sample of d_in * d_out draws (a correct init fails one with probability < 1e-6).
     # witness: d_in != d_out, so a std from d_in alone is 26% off against a bound of 0.8%
     linear_init("linear_init", seed=193, make=init_case(d_in=768, d_out=320)),
+    linear_init("linear_init_square", seed=210, make=init_case(d_in=512, d_out=512)),
     # hidden: odd sizes, a 1-D input, bfloat16 with 4-D input
     linear("linear_odd", hidden=True, seed=1001, make=linear_case((5,), 7, 13), floor=8.6e-8),
     linear("linear_1d", hidden=True, seed=1002, make=linear_case((), 33, 17), floor=9.2e-8),
@@ -51,6 +52,7 @@ CASES = [
     embedding("embedding_3d_ids_f64", seed=103, make=embedding_case((2, 2, 3), 20, 8), floor=EXACT, dtype=F64),
     # initialisation: N(0, 1) truncated at +-3 (adapters.INIT_CHECKS), over vocab_size * d_model draws
     embedding_init("embedding_init", seed=194, make=init_case(vocab_size=500, d_model=256)),
+    embedding_init("embedding_init_narrow", seed=211, make=init_case(vocab_size=1000, d_model=128)),
     # hidden: repeated ids and both ends of an odd vocabulary; 1-D and 3-D ids; bfloat16 table
     embedding(
         "embedding_repeated_ids",

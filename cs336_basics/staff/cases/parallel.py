@@ -91,9 +91,16 @@ CASES = [
         make=parallel_attention_case((2,), 8, 32, 4, 2, 2, positions="random"),
         floor=1.2e-6,
     ),
+    # one sequence (1-D positions, out of order), no GQA, another theta and max_seq_len
+    parallel_attention(
+        "parallel_heads_one_sequence",
+        seed=209,
+        make=parallel_attention_case((), 6, 16, 4, 4, 2, theta=500.0, positions="random"),
+        floor=2.3e-7,
+    ),
     # the language model split over the ranks: its layers built from ParallelAttention and
     # ParallelSwiGLUFFN, sharing one RoPE (positions not 0, 1, ...), tied embeddings, the norms' eps;
-    # then left padding masked, in bfloat16
+    # then left padding masked, in bfloat16, one layer, another theta
     parallel_lm(
         "parallel_model_gqa_tied_eps",
         seed=198,
@@ -104,9 +111,9 @@ CASES = [
         "parallel_model_padded_eps_bf16",
         seed=200,
         make=parallel_lm_case(
-            2, 8, 40, 24, 32, 2, 8, 64, 2, num_kv_heads=4, eps=0.25, positions="random", padding=True
+            2, 8, 40, 24, 32, 1, 8, 64, 2, rope_theta=500.0, num_kv_heads=4, eps=0.5, positions="random", padding=True
         ),
-        floor=0.022,
+        floor=0.012,
         dtype=BF16,
     ),
     # hidden: 4 ranks, odd batch shapes and a 1-D input; 1 rank (no collective at all); bfloat16
@@ -142,7 +149,12 @@ CASES = [
     parallel_attention(
         "parallel_heads_w4", hidden=True, seed=1198, make=parallel_attention_case((), 6, 64, 8, 4, 4), floor=1.1e-6
     ),
+    # the model on 2 ranks only: 4 ranks of it outgrow the worker's share of a 768 MB container
     parallel_lm(
-        "parallel_model_w4", hidden=True, seed=1199, make=parallel_lm_case(1, 6, 40, 8, 32, 1, 4, 32, 4), floor=4.6e-7
+        "parallel_model_three_layers",
+        hidden=True,
+        seed=1199,
+        make=parallel_lm_case(1, 6, 40, 8, 32, 3, 4, 32, 2),
+        floor=1.2e-6,
     ),
 ]

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import NamedTuple
 
 import safetensors.torch
 import torch
@@ -58,6 +59,12 @@ from cs336_basics.staff.reference import ADAPTERS
 from cs336_basics.testing import compare
 
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "out of memory")
+
+
+class Verdict(NamedTuple):
+    passed: bool
+    message: str  # what the student sees
+    breach: bool = False  # the case's code broke the rule: its whole component scores 0 (_breaches_cost_all)
 
 
 @dataclass
@@ -138,20 +145,22 @@ def judge(
     memory_mb: int,
     code_dir: Path,
     violations: tuple = (),
-) -> tuple[bool, str]:
+) -> Verdict:
     """(passed, what the student sees) for one case. A hidden case's message is one of a few fixed
     sentences: it never holds text the student's code produced, nor values derived from its inputs.
     code_dir: the sandbox's code directory (hidden in error texts, as every host path)."""
     if not run.finished:
-        return False, run.message  # a hidden worker's run messages are fixed already (Runner.reveal)
+        return Verdict(False, run.message)  # a hidden worker's run messages are fixed already (Runner.reveal)
     numel = fixture.expected.numel()
     limit = 8 + MAX_HEADER_BYTES + 8 * numel  # checked before reading: a larger file is not read at all
     raw = read_worker_file(run.home / protocol.output_file(case.name), uid, limit=limit + 1)
     if raw is None:
-        return False, f"{fixture.adapter}: no output was saved for this case"
+        return Verdict(False, f"{fixture.adapter}: no output was saved for this case")
     parsed = read_output(raw, numel) if len(raw) <= limit else None
     if parsed is None:
-        return False, f"{fixture.adapter}: the saved output is not what the grader wrote (too large or malformed)"
+        return Verdict(
+            False, f"{fixture.adapter}: the saved output is not what the grader wrote (too large or malformed)"
+        )
     return _verdict(case, fixture, *parsed, memory_mb, code_dir, violations)
 
 
@@ -172,64 +181,77 @@ def _source_verdict(case: GradedCase, adapter: str, meta: dict[str, str], violat
 
 def _verdict(
     case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int, code_dir: Path, violations=()
-) -> tuple[bool, str]:
+) -> Verdict:
     adapter, hidden = fixture.adapter, case.hidden
     if protocol.ERROR in meta:
         error = clean(hide_paths(meta[protocol.ERROR], code_dir)).rstrip()
         if meta.get(protocol.TAMPERED) == protocol.YES:
-            return False, f"{adapter} was not graded: " + (
-                "your code changed the grader's adapters or its call recorder" if hidden else error
+            return Verdict(
+                False,
+                f"{adapter} was not graded: "
+                + ("your code changed the grader's adapters or its call recorder" if hidden else error),
+                breach=True,
             )
         if any(s in error for s in OUT_OF_MEMORY):
-            return False, (
-                f"{adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
-                f"of address space, PyTorch included)" + ("" if hidden else f":\n{error}")
+            return Verdict(
+                False,
+                (
+                    f"{adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
+                    f"of address space, PyTorch included)" + ("" if hidden else f":\n{error}")
+                ),
             )
         if hidden:
-            return False, f"{adapter} raised an exception"
-        return False, f"{adapter} raised an exception:\n{error}"
+            return Verdict(False, f"{adapter} raised an exception")
+        return Verdict(False, f"{adapter} raised an exception:\n{error}")
     try:
         calls, operators = json.loads(meta[protocol.CALLS]), int(meta[protocol.OPERATORS])
     except (KeyError, ValueError):
         calls, operators = None, 0
     if not (isinstance(calls, list) and all(isinstance(c, str) for c in calls)):
-        return False, f"{adapter}: the saved output is not what the grader wrote"
+        return Verdict(False, f"{adapter}: the saved output is not what the grader wrote")
     banned = forbidden_calls(case.component, calls)
     if banned:
-        return False, (
+        return Verdict(
+            False,
             f"{adapter} called a PyTorch built-in or library code {case.component} may not use (the public tests name it)"
             if hidden
-            else explain(case.component, banned)
+            else explain(case.component, banned),
+            breach=True,
         )
     source = _source_verdict(case, adapter, meta, violations)
     if source is not None:
-        return False, source
+        return Verdict(False, source, breach=True)
     if operators <= 0:
-        return False, (
+        return Verdict(
+            False,
             f"{adapter}: the grader saw no PyTorch operator run while computing this case "
-            "(its call recording was bypassed), so the output cannot be graded"
+            "(its call recording was bypassed), so the output cannot be graded",
+            breach=True,
         )
     if not isinstance(out, torch.Tensor):
-        return False, f"{adapter}: the saved output holds no tensor"
+        return Verdict(False, f"{adapter}: the saved output holds no tensor")
     result = compare(out, fixture.expected, case.tol, fixture.out_dtype, reveal_values=not hidden)
     if hidden:  # a fixed sentence: counts, sizes and shapes of a wrong output could carry the inputs' values
         if result.ok:
-            return True, "passed"
-        return False, (
-            f"{adapter} on case {case.name!r}: wrong output (its shape, dtype or values; the public "
-            f"tests of this component say which)"
+            return Verdict(True, "passed")
+        return Verdict(
+            False,
+            (
+                f"{adapter} on case {case.name!r}: wrong output (its shape, dtype or values; the public "
+                f"tests of this component say which)"
+            ),
         )
     if result.ok:
-        return True, f"passed: max scaled error {result.max_scaled_err:.1e} (tolerance {case.tol:.1e})"
-    return False, f"{adapter} on case {case.name!r}: {result.message}"
+        return Verdict(True, f"passed: max scaled error {result.max_scaled_err:.1e} (tolerance {case.tol:.1e})")
+    return Verdict(False, f"{adapter} on case {case.name!r}: {result.message}")
 
 
-def _judge_safely(case: GradedCase, *args) -> tuple[bool, str]:
+def _judge_safely(case: GradedCase, *args) -> Verdict:
     """judge(), with an output that breaks the comparison failing its case only."""
     try:
         return judge(case, *args)
     except Exception as e:  # noqa: BLE001 - a tensor crafted to break compare()
-        return False, "the output could not be checked" + ("" if case.hidden else f" ({type(e).__name__})")
+        return Verdict(False, "the output could not be checked" + ("" if case.hidden else f" ({type(e).__name__})"))
 
 
 def _readable(root: Path) -> None:
@@ -281,12 +303,12 @@ def _load_fixtures(cases: list[GradedCase]) -> dict[str, Fixture]:
     return fixtures
 
 
-def _score(cases: list[GradedCase], points: dict, verdicts: dict[str, tuple[bool, str]]) -> list[CaseResult]:
+def _score(cases: list[GradedCase], points: dict, verdicts: dict[str, Verdict]) -> list[CaseResult]:
     count = {c: sum(1 for k in cases if k.component == c) for c in points}
     results = []
     for case in cases:
         each = Fraction(str(points[case.component])) / count[case.component]
-        passed, output = verdicts[case.name]
+        passed, output, _ = verdicts[case.name]
         results.append(CaseResult(case, passed, output, each if passed else Fraction(0), each))
     return results
 
@@ -321,20 +343,40 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
         try:
             root = _prepare(Path(submission), base, cases, fixtures)
         except SubmissionError as e:
-            verdicts = {c.name: (False, f"your submission could not be graded: {e}") for c in cases}
+            verdicts = {c.name: Verdict(False, f"your submission could not be graded: {e}") for c in cases}
         except Exception as e:  # noqa: BLE001 - an unreadable archive must not stop results.json
             report.notes.append("could not prepare the submission:\n" + source_rule.format_exc(limit=-3))
-            verdicts = {c.name: (False, f"your submission could not be read: {type(e).__name__}") for c in cases}
+            verdicts = {c.name: Verdict(False, f"your submission could not be read: {type(e).__name__}") for c in cases}
         else:
             report.review = _review(root / "code" / "cs336_basics", report)
             report.violations = _violations(root / "code" / "cs336_basics", report)
             verdicts = _run(root, base / "private", cases, fixtures, config, report, budget_end)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    report.results = _score(cases, config.points, verdicts)
+    report.results = _score(cases, config.points, _breaches_cost_all(cases, verdicts))
     report.leaderboard = evaluate_entry(Path(submission), config, budget_end, report.notes)
     report.seconds = time.monotonic() - start
     return report
+
+
+def _breaches_cost_all(cases: list[GradedCase], verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
+    """A component whose code broke the rule in any case (a forbidden call, a line against the
+    source rule, a tampered or bypassed recorder) scores 0 in all its cases: hostile code gets
+    nothing, however many of its cases never ran the offending code."""
+    first = {}
+    for c in cases:
+        if verdicts[c.name].breach:
+            first.setdefault(c.component, c)
+    out = dict(verdicts)
+    for c in cases:
+        culprit = first.get(c.component)
+        if culprit is None or out[c.name].breach or not out[c.name].passed:
+            continue
+        where = "a hidden case" if culprit.hidden or c.hidden else f"case {culprit.name!r}"
+        out[c.name] = Verdict(
+            False, f"{c.component} scores 0 in every case: its code broke the rule in {where} (see that case)", True
+        )
+    return out
 
 
 def _review(package: Path, report: GradeReport) -> list[Finding]:
@@ -403,7 +445,9 @@ def _run(
         except Exception:  # noqa: BLE001 - a grader bug must still produce a complete results.json
             print(source_rule.format_exc(), file=sys.stderr)
             report.notes.append("internal grader error:\n" + source_rule.format_exc(limit=-3))
-            verdicts |= {c.name: (False, "the grader failed internally; course staff have the details") for c in part}
+            verdicts |= {
+                c.name: Verdict(False, "the grader failed internally; course staff have the details") for c in part
+            }
         finally:
             sandbox.unmount_under(root / name)  # the workers' homes (tmpfs), read by now
         report.notes += [clean(n, 500) for n in dict.fromkeys(runner.notes) if clean(n, 500) not in report.notes]
@@ -450,7 +494,7 @@ def _plan(part: list[GradedCase], fixtures, components: list[str]) -> list[tuple
 
 def _judge_pass(
     part: list[GradedCase], fixtures, runs: dict[str, ComponentRun], uid, config: GradingConfig, code: Path, report
-) -> dict[str, tuple[bool, str]]:
+) -> dict[str, Verdict]:
     """Each case's verdict: awarded if the container ran out of memory under its component (the
     grader's fault, listed in report.grader_problems), else judged within limits.judge_s of this
     thread's CPU time (load does not count)."""
@@ -458,14 +502,14 @@ def _judge_pass(
     deadline = time.thread_time() + config.limits.judge_s
     for c in part:
         if runs[c.component].grader_out_of_memory:  # the container's fault, not the student's: not docked
-            verdicts[c.name] = (True, runs[c.component].message)
+            verdicts[c.name] = Verdict(True, runs[c.component].message)
             report.grader_problems.append(c.name)
         elif time.thread_time() < deadline:
             verdicts[c.name] = _judge_safely(
                 c, fixtures[c.name], runs[c.component], uid, config.limits.memory_mb, code, report.violations
             )
         else:
-            verdicts[c.name] = (
+            verdicts[c.name] = Verdict(
                 False,
                 f"not checked: the grader's {config.limits.judge_s:g} CPU s for checking outputs ran out",
             )
