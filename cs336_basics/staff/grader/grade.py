@@ -372,7 +372,10 @@ def _breaches_cost_all(cases: list[GradedCase], verdicts: dict[str, Verdict]) ->
         culprit = first.get(c.component)
         if culprit is None or out[c.name].breach or not out[c.name].passed:
             continue
-        where = "a hidden case" if culprit.hidden or c.hidden else f"case {culprit.name!r}"
+        if c.hidden:  # a fixed sentence, as every hidden message
+            where = "another case"
+        else:
+            where = "a hidden case" if culprit.hidden else f"case {culprit.name!r}"
         out[c.name] = Verdict(
             False, f"{c.component} scores 0 in every case: its code broke the rule in {where} (see that case)", True
         )
