@@ -182,27 +182,29 @@ def _source_verdict(case: GradedCase, adapter: str, meta: dict[str, str], violat
 def _verdict(
     case: GradedCase, fixture: Fixture, meta: dict[str, str], out, memory_mb: int, code_dir: Path, violations=()
 ) -> Verdict:
-    adapter, hidden = fixture.adapter, case.hidden
+    """The case's verdict from its worker's record: an exception, then the rule, then the output."""
     if protocol.ERROR in meta:
-        error = clean(hide_paths(meta[protocol.ERROR], code_dir)).rstrip()
-        if meta.get(protocol.TAMPERED) == protocol.YES:
-            return Verdict(
-                False,
-                f"{adapter} was not graded: "
-                + ("your code changed the grader's adapters or its call recorder" if hidden else error),
-                breach=True,
-            )
-        if any(s in error for s in OUT_OF_MEMORY):
-            return Verdict(
-                False,
-                (
-                    f"{adapter} ran out of memory (a grading process may use at most {memory_mb} MB "
-                    f"of address space, PyTorch included)" + ("" if hidden else f":\n{error}")
-                ),
-            )
-        if hidden:
-            return Verdict(False, f"{adapter} raised an exception")
-        return Verdict(False, f"{adapter} raised an exception:\n{error}")
+        return _error_verdict(fixture.adapter, case.hidden, meta, memory_mb, code_dir)
+    broken = _rule_verdict(case, fixture.adapter, meta, violations)
+    if broken is not None:
+        return broken
+    return _output_verdict(case, fixture, out)
+
+
+def _error_verdict(adapter: str, hidden: bool, meta: dict[str, str], memory_mb: int, code_dir: Path) -> Verdict:
+    error = clean(hide_paths(meta[protocol.ERROR], code_dir)).rstrip()
+    if meta.get(protocol.TAMPERED) == protocol.YES:
+        what = "your code changed the grader's adapters or its call recorder" if hidden else error
+        return Verdict(False, f"{adapter} was not graded: {what}", breach=True)
+    if any(s in error for s in OUT_OF_MEMORY):
+        limit = f"a grading process may use at most {memory_mb} MB of address space, PyTorch included"
+        return Verdict(False, f"{adapter} ran out of memory ({limit})" + ("" if hidden else f":\n{error}"))
+    return Verdict(False, f"{adapter} raised an exception" + ("" if hidden else f":\n{error}"))
+
+
+def _rule_verdict(case: GradedCase, adapter: str, meta: dict[str, str], violations) -> Verdict | None:
+    """The case's breach of the rule (a forbidden call, a costly source line, no operator
+    recorded), or a malformed record; None if the record shows neither."""
     try:
         calls, operators = json.loads(meta[protocol.CALLS]), int(meta[protocol.OPERATORS])
     except (KeyError, ValueError):
@@ -211,36 +213,29 @@ def _verdict(
         return Verdict(False, f"{adapter}: the saved output is not what the grader wrote")
     banned = forbidden_calls(case.component, calls)
     if banned:
-        return Verdict(
-            False,
-            f"{adapter} called a PyTorch built-in or library code {case.component} may not use (the public tests name it)"
-            if hidden
-            else explain(case.component, banned),
-            breach=True,
-        )
+        if case.hidden:
+            why = f"{adapter} called a PyTorch built-in or library code {case.component} may not use"
+            return Verdict(False, why + " (the public tests name it)", breach=True)
+        return Verdict(False, explain(case.component, banned), breach=True)
     source = _source_verdict(case, adapter, meta, violations)
     if source is not None:
         return Verdict(False, source, breach=True)
     if operators <= 0:
-        return Verdict(
-            False,
-            f"{adapter}: the grader saw no PyTorch operator run while computing this case "
-            "(its call recording was bypassed), so the output cannot be graded",
-            breach=True,
-        )
+        why = "the grader saw no PyTorch operator run while computing this case (its call recording was bypassed)"
+        return Verdict(False, f"{adapter}: {why}, so the output cannot be graded", breach=True)
+    return None
+
+
+def _output_verdict(case: GradedCase, fixture: Fixture, out) -> Verdict:
+    adapter = fixture.adapter
     if not isinstance(out, torch.Tensor):
         return Verdict(False, f"{adapter}: the saved output holds no tensor")
-    result = compare(out, fixture.expected, case.tol, fixture.out_dtype, reveal_values=not hidden)
-    if hidden:  # a fixed sentence: counts, sizes and shapes of a wrong output could carry the inputs' values
+    result = compare(out, fixture.expected, case.tol, fixture.out_dtype, reveal_values=not case.hidden)
+    if case.hidden:  # a fixed sentence: counts, sizes and shapes of a wrong output could carry the inputs' values
         if result.ok:
             return Verdict(True, "passed")
-        return Verdict(
-            False,
-            (
-                f"{adapter} on case {case.name!r}: wrong output (its shape, dtype or values; the public "
-                f"tests of this component say which)"
-            ),
-        )
+        why = "wrong output (its shape, dtype or values; the public tests of this component say which)"
+        return Verdict(False, f"{adapter} on case {case.name!r}: {why}")
     if result.ok:
         return Verdict(True, f"passed: max scaled error {result.max_scaled_err:.1e} (tolerance {case.tol:.1e})")
     return Verdict(False, f"{adapter} on case {case.name!r}: {result.message}")
