@@ -19,6 +19,7 @@ from cs336_basics.nn import (
     TransformerLM,
     TransformerLMConfig,
 )
+from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelTransformerLM, RowParallelLinear
 
 MODULES = {
     "linear": lambda **kw: Linear(8, 12, bias=True, **kw),  # the bias too
@@ -33,6 +34,12 @@ MODULES = {
     "block": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, **kw),
     "block_ungated": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, ffn="silu", **kw),  # PositionWiseFFN
     "lm": lambda **kw: TransformerLM(TransformerLMConfig(20, 16, 8, 2, 2, 16), **kw),
+    # rank 1 of 2, built outside any process group (explicit world_size and rank)
+    "parallel_column": lambda **kw: ColumnParallelLinear(8, 12, world_size=2, rank=1, **kw),
+    "parallel_row": lambda **kw: RowParallelLinear(12, 8, world_size=2, rank=1, **kw),
+    "parallel_model": lambda **kw: ParallelTransformerLM(  # its split attention and SwiGLU FFN
+        TransformerLMConfig(20, 16, 8, 2, 2, 16), world_size=2, rank=1, **kw
+    ),
 }
 
 
