@@ -163,3 +163,17 @@ def test_lm_passes_its_eps_to_every_norm():
     model = TransformerLM(dataclasses.replace(config(), eps=1e-2))
     eps = {model.ln_final.eps} | {n.eps for layer in model.layers for n in (layer.ln1, layer.ln2)}
     assert eps == {1e-2}
+
+
+def test_lm_runs_every_layer_at_the_given_token_positions():
+    # positions that are not 0, 1, ..., seq - 1 (nor a shift of them, which RoPE cannot tell); in
+    # float64, where composing the layers by hand rounds no more than lm.nope's built-ins do
+    torch.manual_seed(0)
+    model = TransformerLM(config(), dtype=torch.float64)
+    ids, positions = ids_of(seq=6), torch.tensor([0, 2, 3, 7, 8, 20])
+    with torch.no_grad():
+        x = model.token_embeddings(ids)
+        for layer in model.layers:
+            x = layer(x, positions)
+        expected = TF.linear(model.ln_final(x), model.lm_head.weight)
+        assert_close(model(ids, token_positions=positions), expected, tol("lm.nope"), "logits at given positions")

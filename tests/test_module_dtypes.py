@@ -14,6 +14,7 @@ from cs336_basics.nn import (
     MultiHeadSelfAttention,
     PositionWiseFFN,  # fmt: skip
     RMSNorm,
+    RotaryPositionalEmbedding,
     SwiGLUFFN,
     TransformerBlock,
     TransformerLM,
@@ -30,6 +31,7 @@ MODULES = {
     "positionwise_ffn": lambda **kw: PositionWiseFFN(8, 16, **kw),
     "ffn_block": lambda **kw: FFNBlock(FFNBlockConfig(8, 16, norm="layernorm", ffn="positionwise", bias=True), **kw),
     "ffn_block_llama": lambda **kw: FFNBlock(FFNBlockConfig(8, 16), **kw),  # RMSNorm and SwiGLU
+    "rope": lambda device, dtype: RotaryPositionalEmbedding(10000.0, 8, 16, device=device),  # buffers only
     "mha": lambda **kw: MultiHeadSelfAttention(8, 2, 1, **kw),
     "block": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, **kw),
     "block_ungated": lambda **kw: TransformerBlock(8, 2, 16, 16, 10000.0, ffn="silu", **kw),  # PositionWiseFFN

@@ -473,6 +473,7 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_lm_nope_matches_its_formula_in_builtins_without_rotation": ("lm_post_norm_nope_eps",),
         "test_lm_nope_has_no_position_module_and_the_same_weights": ("lm_post_norm_nope_eps",),
         "test_lm_passes_its_eps_to_every_norm": ("lm_post_norm_nope_eps", "lm_eps_positions_padding"),
+        "test_lm_runs_every_layer_at_the_given_token_positions": ("lm_eps_positions_padding",),
         "test_lm_ungated_ffn_reaches_every_layer": ("lm_no_norm_ungated_f64",),
         "test_lm_without_norms_has_no_norm_weights": ("lm_no_norm_ungated_f64",),
         "test_lm_logits_have_shape_batch_seq_vocab": ("lm", "lm_f64"),
