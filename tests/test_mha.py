@@ -166,3 +166,13 @@ def test_mha_two_token_sequence_is_causal():
     module, x = seeded_mha(4, 2).double(), x_of()
     with torch.no_grad():
         assert_close(module(x[:, :2])[:, :1], module(x[:, :1]), tol("mha.cache"), "first of two vs alone")
+
+
+def test_mha_kernel_splits_heads_by_the_query_projection_s_rows_not_d_model():
+    # one rank's share of the split attention (nn/parallel/attention.py): d_q = 8 rows of 12 = d_model,
+    # so each of the 2 heads has d_k = 4 (the rows over the heads), not d_model / heads = 6
+    w = {name: rand(8, 12, seed=i) for i, name in enumerate(("q_proj_weight", "k_proj_weight", "v_proj_weight"))}
+    w["o_proj_weight"] = rand(12, 8, seed=3)
+    x = rand(2, 5, 12, seed=4)
+    expected = oracles.mha(x, w["q_proj_weight"], w["k_proj_weight"], w["v_proj_weight"], w["o_proj_weight"], 2)
+    assert_close(F.multihead_self_attention(x, **w, num_heads=2), expected, tol("mha.f64"), "d_q = 8, d_model = 12")
