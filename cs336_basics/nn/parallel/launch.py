@@ -15,6 +15,7 @@ component's in its own process.
 """
 
 import functools
+import gc
 import multiprocessing as mp
 import os
 import pickle
@@ -153,6 +154,7 @@ def _failure(e: BaseException) -> dict:
 def _rank_main(
     rank: int, world_size: int, port: int, backend: str, timeout: float | int, fn, args, out: str, record
 ) -> None:
+    gc.freeze()  # a forked rank never collects what it inherited: a collection copies every page it visits
     torch.set_num_threads(1)  # W ranks share the machine's cores; also keeps a forked OpenMP pool unused
     path = Path(out) / f"rank{rank}.pkl"
     try:

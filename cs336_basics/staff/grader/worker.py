@@ -21,6 +21,7 @@ that sent none fails it.
 """
 
 import functools
+import gc
 import importlib
 import json
 import os
@@ -210,6 +211,10 @@ class Graded:
 
 
 def main(job: WorkerJob) -> None:
+    # What the worker inherited from the forkserver (torch's Python objects) is never collected:
+    # a full collection writes to every object it visits, copying each inherited page into this
+    # worker's cgroup (~65 MB, at whichever case triggers it).
+    gc.freeze()
     guard = _guard  # held in a local: the module is dropped from sys.modules below
     recorder_methods = _recorder_methods(guard)
     enter(job.spec, job.log_path, job.cpu_seconds)  # notes for the grader, as root: protocol.SANDBOX_NOTES_FILE
