@@ -697,11 +697,11 @@ def run_parallel_swiglu(
     w2_weight: Float[Tensor, " d_model d_ff"],
     w3_weight: Float[Tensor, " d_ff d_model"],
     in_features: Float[Tensor, " ... d_model"],
+    activation: str = "silu",
 ) -> Float[Tensor, " ... d_model"]:
     weights = {"w1.weight": w1_weight, "w2.weight": w2_weight, "w3.weight": w3_weight}
-    return launch.run_sharded(
-        launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff), weights, in_features, world_size
-    )
+    factory = launch.module_factory(ParallelSwiGLUFFN, d_model=d_model, d_ff=d_ff, activation=activation)
+    return launch.run_sharded(factory, weights, in_features, world_size)
 
 
 def run_parallel_attention(

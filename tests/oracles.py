@@ -117,10 +117,10 @@ BUILTIN_KERNELS = {
     "rope_cos_sin": rope_cos_sin_polar,
     "rope": rope_complex_tables,
     # half types in float32, returned in their dtype, as the handout asks (F.cross_entropy on
-    # bfloat16 rounds along the way)
+    # bfloat16 rounds along the way); int32 targets as int64, which F.cross_entropy requires
     "cross_entropy": lambda inputs, targets: TF.cross_entropy(
         inputs.reshape(-1, inputs.shape[-1]).to(torch.promote_types(inputs.dtype, torch.float32)),
-        targets.reshape(-1),
+        targets.reshape(-1).long(),
     ).to(inputs.dtype),
 }
 

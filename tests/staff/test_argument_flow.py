@@ -149,7 +149,6 @@ EXCUSED = {
     "run_transformer_lm_cached-prefill_length": SAME_BY_DESIGN,
     "run_multihead_self_attention_cached-step_length": SAME_BY_DESIGN,
     "run_generate-use_cache": SAME_BY_DESIGN,
-    "run_generate_batch-context_length": TABLE_LENGTH,
     "run_column_parallel_linear_backward-world_size": WORLD_SIZE,
     "run_transformer_lm_cached-token_positions": SHIFTED,
     "run_row_parallel_linear_backward-world_size": WORLD_SIZE,
@@ -180,7 +179,6 @@ EXCUSED = {
         f"ParallelTransformerLM.forward-{a}": ROOT
         for a in ("in_indices", "token_positions", "kv_cache", "attention_mask")
     },
-    "run_parallel_attention-max_seq_len": TABLE_LENGTH,
     "run_parallel_attention-world_size": WORLD_SIZE,
     "run_parallel_transformer_lm-world_size": WORLD_SIZE,
     # the split layers, from each parent

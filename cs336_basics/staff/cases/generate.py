@@ -52,6 +52,13 @@ CASES = [
             generate_batch_case([3, 6], 5, 40, 32, 32, 2, 4, 64, temperature=0.0), _eos_is_row_0_s_second_token
         ),
     ),
+    # a long prompt fills the context after two tokens while the short one goes on: each row's
+    # positions are its own, so the short row's never reach the batch's width
+    generate_batch(
+        "generate_batch_long_prompt_fills_the_context",
+        seed=212,
+        make=generate_batch_case([14, 3], 10, 48, 16, 32, 2, 4, 64, temperature=0.0),
+    ),
     generate("generate_f64", seed=127, make=generate_case(4, 6, 48, 24, 48, 1, 3, 96, rope_theta=500000.0), dtype=F64),
     # what sampling.py computes, graded on its own: the nucleus of probabilities (top-p), the
     # distribution a token is drawn from (temperature on the logits, then top-p), seeded draws (ids
@@ -111,6 +118,12 @@ CASES = [
         hidden=True,
         seed=1151,
         make=generate_case(1, 9, 40, 24, 32, 2, 4, 64, num_kv_heads=1, tie=True),
+    ),
+    generate_batch(
+        "generate_batch_three_rows_one_fills_the_context",
+        hidden=True,
+        seed=1206,
+        make=generate_batch_case([2, 19, 5], 9, 40, 20, 24, 2, 3, 48, temperature=0.0, rope_theta=500.0),
     ),
     generate("generate_three_layers", hidden=True, seed=1152, make=generate_case(4, 7, 53, 16, 48, 3, 3, 80)),
     # sampled (temperature and top-p, seeded) from a tied grouped-query model, stopping after the

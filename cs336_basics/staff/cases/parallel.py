@@ -41,6 +41,13 @@ CASES = [
     ),
     row_parallel_linear("parallel_row", seed=62, make=parallel_row_case(B, 64, 64, 2), floor=4.2e-7),
     parallel_swiglu("parallel_ffn", seed=63, make=parallel_ffn_case(B, 64, 128, 2), floor=1.1e-6),
+    # GeGLU on 2 ranks: each rank's gate uses the layer's activation
+    parallel_swiglu(
+        "parallel_ffn_geglu",
+        seed=214,
+        make=edited(parallel_ffn_case((3, 4), 32, 64, 2), lambda kw: kw.update(activation="gelu")),
+        floor=7.2e-7,
+    ),
     parallel_swiglu(
         "parallel_ffn_w1_f64",
         seed=137,
@@ -128,6 +135,13 @@ CASES = [
     ),
     parallel_swiglu(
         "parallel_ffn_w4_4d", hidden=True, seed=1204, make=parallel_ffn_case((2, 3, 4), 20, 40, 4), floor=5.0e-7
+    ),
+    parallel_swiglu(
+        "parallel_ffn_tanh_gate_w4",
+        hidden=True,
+        seed=1208,
+        make=edited(parallel_ffn_case((5,), 16, 48, 4), lambda kw: kw.update(activation="gelu_tanh")),
+        floor=2.2e-7,
     ),
     parallel_swiglu(
         "parallel_ffn_bf16", hidden=True, seed=1205, make=parallel_ffn_case((4, 6), 24, 64, 2), floor=1.1e-2, dtype=BF16

@@ -8,6 +8,7 @@ from cs336_basics.staff.builders import (
     adamw_case,
     checkpoint_case,
     cross_entropy_case,
+    edited,
     get_batch_case,
     get_batch_generator_case,
     gradient_clipping_case,
@@ -36,6 +37,11 @@ get_batch_generator_checks = partial(
 )
 checkpoint_resume = partial(Case, component="checkpoint", adapter="run_checkpoint_resume")
 checkpoint_checks = partial(Case, component="checkpoint", adapter="run_checkpoint_checks", **EXACT_INT64)
+
+
+def _int32_targets(kw: dict) -> None:
+    kw["targets"] = kw["targets"].to(torch.int32)
+
 
 CASES = [
     # cross_entropy: CS336's (4 x 12 positions) over 100 classes; witnesses: logits around 1000
@@ -68,6 +74,20 @@ CASES = [
     ),
     # hidden: one position (0-d targets); 4-D odd; float16 logits of +-1e3 (exp overflows float16
     # past 11); one class (loss 0)
+    # int32 targets, which the argument check accepts: gather needs them as int64
+    cross_entropy(
+        "cross_entropy_int32_targets",
+        seed=213,
+        make=edited(cross_entropy_case((5, 7), 40, std=2.0), _int32_targets),
+        floor=9.7e-9,
+    ),
+    cross_entropy(
+        "cross_entropy_int32_targets_3d",
+        hidden=True,
+        seed=1207,
+        make=edited(cross_entropy_case((2, 3, 4), 23, std=3.0), _int32_targets),
+        floor=2.8e-8,
+    ),
     cross_entropy(
         "cross_entropy_one_position", hidden=True, seed=1161, make=cross_entropy_case((), 37, std=3.0), floor=1.6e-8
     ),
