@@ -47,11 +47,16 @@ def test_get_batch_puts_the_batch_on_the_requested_device():
 
 @rung(4)
 def test_get_batch_targets_are_the_inputs_moved_on_by_one_token():
-    x, y = (t.long() for t in run_get_batch(TOKENS, BATCH, CONTEXT, "cpu"))
-    if not torch.equal(y, x + 1):
-        same = " (the targets equal the inputs)" if torch.equal(x, y) else ""
+    # even tokens 0, 2, 4, ...: the next token is the input + 2, apart from the input's id + 1
+    x, y = (t.long() for t in run_get_batch(2 * TOKENS, BATCH, CONTEXT, "cpu"))
+    if not torch.equal(y, x + 2):
+        same = ""
+        if torch.equal(x, y):
+            same = " (the targets equal the inputs)"
+        elif torch.equal(y, x + 1):
+            same = " (each target is its input's id + 1, not the next token)"
         climb_failed(
-            f"on tokens 0, 1, 2, ... the first row is inputs {x[0].tolist()}, targets {y[0].tolist()}{same}",
+            f"on tokens 0, 2, 4, ... the first row is inputs {x[0].tolist()}, targets {y[0].tolist()}{same}",
             "targets = tokens[start + 1 : start + context_length + 1], inputs = tokens[start : start + context_length]",
         )
 

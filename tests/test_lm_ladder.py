@@ -40,13 +40,13 @@ def silenced(w) -> dict:
     return {k: torch.zeros_like(v) if k.endswith(("output_proj.weight", "w2.weight")) else v for k, v in w.items()}
 
 
-def formula(w, ids, eps=EPS, positions=None, norm="pre", rope=True):
+def formula(w, ids, eps=EPS, positions=None, norm="pre", rope=True, theta=THETA):
     """Embed; each layer x + attn(ln1 x), then h + ffn(ln2 h); ln_final; the head (tied without lm_head)."""
 
     def rms(t, name):
         return t if norm == "none" else TF.rms_norm(t, (D,), w[name], eps)
 
-    rot = (lambda q, p: oracles.rope_complex(q, THETA, p)) if rope else None
+    rot = (lambda q, p: oracles.rope_complex(q, theta, p)) if rope else None
     x = TF.embedding(ids, w["token_embeddings.weight"])
     for i in range(LAYERS):
         p = f"layers.{i}."
@@ -115,8 +115,10 @@ def test_lm_untied_head_is_lm_head_weight():
 @rung(4)
 def test_lm_runs_every_layer_in_order():
     w = weights()
-    explain(lm(w, IDS), formula(w, IDS), "the two-layer formula", {}, "two layers",
-            f"{WHERE}: x = layer(x, ...) for each layer of self.layers in order, each its own weights")  # fmt: skip
+    shown = {f"the formula with RoPE's theta at 10000, not rope_theta={THETA:g}": formula(w, IDS, theta=10000.0)}
+    explain(lm(w, IDS), formula(w, IDS), "the two-layer formula", shown, "two layers",
+            f"{WHERE}: x = layer(x, ...) for each layer of self.layers in order, each its own weights, "
+            "each built with the model's settings (rope_theta, num_heads, context_length)")  # fmt: skip
 
 
 @rung(5)

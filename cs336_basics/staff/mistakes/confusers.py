@@ -57,6 +57,13 @@ def get_batch_transposed(dataset, batch_size, context_length, device, generator=
     return w[:, :-1].T.contiguous(), w[:, 1:].T.contiguous()
 
 
+@confuser("get_batch-targets_are_inputs_plus_one", data, "get_batch")
+def get_batch_targets_are_inputs_plus_one(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, :-1] + 1  # the next token id, not the next token
+
+
 @confuser("get_batch-reseeds_generator", data, "get_batch")
 def get_batch_reseeds_generator(dataset, batch_size, context_length, device, generator=None):
     generator = torch.Generator().manual_seed(0)  # the same draw on every call

@@ -55,6 +55,7 @@ def get_batch_never_first_window(dataset, batch_size, context_length, device, ge
     data,
     "get_batch",
     diagnosis="get_batch returning the inputs as the targets (not moved on by one token)",
+    shows="targets that are not the inputs' windows moved on by one token (y[:, i] != x[:, i + 1])",
 )
 def get_batch_targets_not_shifted(dataset, batch_size, context_length, device, generator=None):
     starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
