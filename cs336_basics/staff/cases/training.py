@@ -72,8 +72,6 @@ CASES = [
     cross_entropy(
         "cross_entropy_4d_f64", seed=133, make=cross_entropy_case((2, 3, 4), 30, std=3.0), floor=0.0, dtype=F64
     ),
-    # hidden: one position (0-d targets); 4-D odd; float16 logits of +-1e3 (exp overflows float16
-    # past 11); one class (loss 0)
     # int32 targets, which the argument check accepts: gather needs them as int64
     cross_entropy(
         "cross_entropy_int32_targets",
@@ -88,6 +86,8 @@ CASES = [
         make=edited(cross_entropy_case((2, 3, 4), 23, std=3.0), _int32_targets),
         floor=2.8e-8,
     ),
+    # hidden: one position (0-d targets); 4-D odd; float16 logits of +-1e3 (exp overflows float16
+    # past 11); one class (loss 0)
     cross_entropy(
         "cross_entropy_one_position", hidden=True, seed=1161, make=cross_entropy_case((), 37, std=3.0), floor=1.6e-8
     ),
