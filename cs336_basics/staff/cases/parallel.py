@@ -141,7 +141,7 @@ CASES = [
         hidden=True,
         seed=1208,
         make=edited(parallel_ffn_case((5,), 16, 48, 4), lambda kw: kw.update(activation="gelu_tanh")),
-        floor=2.2e-7,
+        floor=5.1e-7,  # the largest over the CPU paths, MKL_CBWR=COMPATIBLE's included
     ),
     parallel_swiglu(
         "parallel_ffn_bf16", hidden=True, seed=1205, make=parallel_ffn_case((4, 6), 24, 64, 2), floor=1.1e-2, dtype=BF16
