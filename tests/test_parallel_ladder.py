@@ -239,11 +239,9 @@ def test_parallel_column_forward_equals_the_unsharded_layer():
 
 @rung(4)
 def test_parallel_column_backward_all_reduces_the_input_grad():
-    f_backward = (
-        "f (copy_to_parallel_region): identity in forward, all-reduce (sum) of the input's gradient in backward"
-    )
     where = {  # the sharded output runs f alone; the gathered one also the gather, checked second
-        "column_sharded": f_backward,
+        "column_sharded": "f (copy_to_parallel_region): identity in forward, all-reduce (sum) of the input's "
+        "gradient in backward",
         "column_gathered": "the gather (gather_from_parallel_region): its backward gives each rank its own slice of "
         "the output's gradient (f's backward passed with the output left sharded)",
     }
