@@ -414,6 +414,26 @@ def test_grader_workers_die_with_a_killed_grader(tmp, scratch):
     assert not _leftovers(scratch)["mounts"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root")
+def test_stale_cgroup_holding_a_killed_inner_grader_s_groups_is_removed_with_them():
+    # a grader graded inside a worker-named group (a container test) and killed leaves its
+    # workers' groups nested in it: the next grader removes the nested ones first, then the outer
+    ready, report = os.pipe()
+    owner = os.fork()
+    if owner == 0:  # creates the group and a nested one holding a sleeper, then dies without removing them
+        group = cgroup.create(64, 8, 0.5)
+        inner = cgroup.Cgroup(1, tuple(f"{d}/cs336-worker-1-1" for d in group.dirs))
+        for d in inner.dirs:
+            os.mkdir(d)
+        sleeper = subprocess.Popen(["sleep", "600"], preexec_fn=inner.join)
+        os.write(report, f"{sleeper.pid} {' '.join(group.dirs)}".encode())
+        os._exit(0)
+    os.waitpid(owner, 0)
+    sleeper, *dirs = os.read(ready, 4096).decode().split()
+    assert cgroup.remove_stale() and not any(os.path.exists(d) for d in dirs)
+    assert not os.path.exists(f"/proc/{sleeper}") or "Z" in Path(f"/proc/{sleeper}/stat").read_text().split()[2]
+
+
 # ------------------------------------------------------------------ Docker's default capabilities; Gradescope's resources
 
 

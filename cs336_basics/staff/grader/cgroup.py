@@ -114,7 +114,11 @@ class Cgroup:
         return kill_until_gone(self.pids, rounds, pause_s=0.005)
 
     def remove(self) -> bool:
-        """Kill everything in the group and remove it; whether it is gone."""
+        """Kill everything in the group and its nested groups (a grader graded inside one leaves
+        its workers' groups there if it is killed) and remove them all; whether it is gone."""
+        for d in self.dirs:
+            for sub in _subgroups(d):
+                Cgroup(1, (sub,)).remove()
         self.kill_all()
         gone = True
         for d in self.dirs:
@@ -139,6 +143,14 @@ class Usage:
     @property
     def out_of_memory(self) -> bool:
         return self.oom_events > 0 or (self.limit_bytes > 0 and self.peak_bytes >= self.limit_bytes)
+
+
+def _subgroups(d: str) -> list[str]:
+    """The groups directly inside group directory d."""
+    try:
+        return [e.path for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _read(d: str, name: str) -> str:
