@@ -128,7 +128,7 @@ class _Def:
 class _File(NamedTuple):
     """A file fingerprinted: its defs, the positions of the k-grams winnowing kept and their hashes."""
 
-    defs: list[_Def]
+    defs: tuple[_Def, ...]
     kept: np.ndarray
     hashes: np.ndarray
     tokens: int
@@ -295,12 +295,16 @@ def winnow(hashes: np.ndarray, window: int = WINDOW) -> np.ndarray:
     return np.unique(window - 1 - np.argmin(windows, axis=1) + np.arange(len(windows)))
 
 
+@functools.lru_cache(maxsize=256)
 def fingerprinted(source: str, k: int = K, window: int = WINDOW) -> _File:
-    """source's defs, the kept k-grams' positions (sorted) and hashes, and its number of tokens."""
+    """source's defs, the kept k-grams' positions (sorted) and hashes, and its number of tokens.
+    Cached by text, read-only: the submissions of one grading share most of their files."""
     tokens, positions, tree = normalised(source)
     hashes = kgram_hashes(tokens, k)
     kept = winnow(hashes, window)
-    return _File(_defs(tree, source, positions), kept, hashes[kept], len(tokens))
+    kept_hashes = hashes[kept]
+    kept.flags.writeable = kept_hashes.flags.writeable = False
+    return _File(tuple(_defs(tree, source, positions)), kept, kept_hashes, len(tokens))
 
 
 def _owned(d: _Def, kept: np.ndarray, k: int) -> slice:
