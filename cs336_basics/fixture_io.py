@@ -119,12 +119,16 @@ def load_fixture(name: str, directory: Path = FIXTURES_DIR) -> Fixture:
 
 
 @functools.cache
-def _component_of(path: Path, mtime_ns: int) -> str:
-    return _metadata(path)["component"]
+def _header_of(path: Path, mtime_ns: int) -> tuple[str, str]:
+    """(component, adapter) of a fixture file."""
+    metadata = _metadata(path)
+    return metadata["component"], metadata["adapter"]
 
 
 def fixture_names(component: str, directory: Path = FIXTURES_DIR) -> list[str]:
-    """The names of the stored fixtures of one component, sorted. Reads each file's header once
-    per process (again if the file changes): every test module asks at collection."""
-    paths = sorted(Path(directory).glob("*.safetensors"))
-    return [p.stem for p in paths if _component_of(p, p.stat().st_mtime_ns) == component]
+    """The names of the stored fixtures of one component: its forward cases, then its backward
+    ones (a gradient is worth reading once the output is right), each by name. Reads each file's
+    header once per process (again if the file changes): every test module asks at collection."""
+    headers = {p: _header_of(p, p.stat().st_mtime_ns) for p in Path(directory).glob("*.safetensors")}
+    mine = [(adapter.endswith("_backward"), p.stem) for p, (c, adapter) in headers.items() if c == component]
+    return [name for _, name in sorted(mine)]

@@ -153,12 +153,20 @@ INIT_CHECKS = (
     "every weight lies within 3 std of the stated normal",
     "every bias is 0",
     "every gain is 1",
+    "every parameter takes the dtype the module is given (float64)",
 )
 
 
-def init_checks(weight: Tensor | None, sigma: float, bias: Tensor | None = None, gain: Tensor | None = None) -> Tensor:
+def init_checks(
+    weight: Tensor | None,
+    sigma: float,
+    bias: Tensor | None = None,
+    gain: Tensor | None = None,
+    in_float64: torch.nn.Module | None = None,
+) -> Tensor:
     """1 or 0 for each of INIT_CHECKS, int64: `weight` against N(0, sigma^2) truncated at
-    INIT_CUT sigma, `bias` all 0, `gain` all 1 (what is None passes its checks)."""
+    INIT_CUT sigma, `bias` all 0, `gain` all 1, every parameter of `in_float64` (the module built
+    with dtype=torch.float64) float64 (what is None passes its checks)."""
     found = [True, True, True]
     if weight is not None:
         w, std = init_sample(weight), truncated_std(sigma)
@@ -168,36 +176,39 @@ def init_checks(weight: Tensor | None, sigma: float, bias: Tensor | None = None,
             w.abs().max().item() <= INIT_CUT * sigma,
         ]
     found += [bias is None or bool((bias.detach() == 0).all()), gain is None or bool((gain.detach() == 1).all())]
+    found += [in_float64 is None or all(p.dtype == torch.float64 for p in in_float64.parameters())]
     return torch.tensor(found, dtype=torch.int64)
 
 
-def run_linear_init_checks(d_in: int, d_out: int, seed: int) -> Int[Tensor, " 5"]:
+def run_linear_init_checks(d_in: int, d_out: int, seed: int) -> Int[Tensor, " 6"]:
     """Beyond CS336: Linear(d_in, d_out, bias=True) built with torch's generator seeded by `seed`;
     1 or 0 for each of INIT_CHECKS, against N(0, 2 / (d_in + d_out)) (CS336 a1 section 3.4.1)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         layer = Linear(d_in, d_out, bias=True)
-    return init_checks(layer.weight, (2 / (d_in + d_out)) ** 0.5, bias=layer.bias)
+        in_float64 = Linear(d_in, d_out, bias=True, dtype=torch.float64)
+    return init_checks(layer.weight, (2 / (d_in + d_out)) ** 0.5, bias=layer.bias, in_float64=in_float64)
 
 
-def run_embedding_init_checks(vocab_size: int, d_model: int, seed: int) -> Int[Tensor, " 5"]:
+def run_embedding_init_checks(vocab_size: int, d_model: int, seed: int) -> Int[Tensor, " 6"]:
     """Beyond CS336: Embedding(vocab_size, d_model) built with torch's generator seeded by `seed`;
     1 or 0 for each of INIT_CHECKS, against N(0, 1) (CS336 a1 section 3.4.1)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         embedding = Embedding(vocab_size, d_model)
-    return init_checks(embedding.weight, 1.0)
+        in_float64 = Embedding(vocab_size, d_model, dtype=torch.float64)
+    return init_checks(embedding.weight, 1.0, in_float64=in_float64)
 
 
-def run_rmsnorm_init_checks(d_model: int) -> Int[Tensor, " 5"]:
+def run_rmsnorm_init_checks(d_model: int) -> Int[Tensor, " 6"]:
     """Beyond CS336: RMSNorm(d_model); 1 or 0 for each of INIT_CHECKS (its gain 1)."""
-    return init_checks(None, 1.0, gain=RMSNorm(d_model).weight)
+    return init_checks(None, 1.0, gain=RMSNorm(d_model).weight, in_float64=RMSNorm(d_model, dtype=torch.float64))
 
 
-def run_layernorm_init_checks(d_model: int) -> Int[Tensor, " 5"]:
+def run_layernorm_init_checks(d_model: int) -> Int[Tensor, " 6"]:
     """Beyond CS336: LayerNorm(d_model, bias=True); 1 or 0 for each of INIT_CHECKS (gain 1, bias 0)."""
-    layer = LayerNorm(d_model, bias=True)
-    return init_checks(None, 1.0, bias=layer.bias, gain=layer.weight)
+    layer, in_float64 = LayerNorm(d_model, bias=True), LayerNorm(d_model, bias=True, dtype=torch.float64)
+    return init_checks(None, 1.0, bias=layer.bias, gain=layer.weight, in_float64=in_float64)
 
 
 def run_swiglu(
@@ -659,6 +670,34 @@ def run_ffn_block(
     `feed_forward.w1.weight`, ...; the block's own are `ln2.weight`, `ffn.w1.weight`, ...)."""
     config = FFNBlockConfig(d_model, d_ff, norm=norm, ffn=ffn, activation=activation, eps=eps, bias=bias)
     return convert.load_state_dict(FFNBlock(config, **_like(in_features)), weights, naming="meta")(in_features)
+
+
+# Beyond CS336 v1.0.2: the kernels' backward passes, graded where a formula that computes the
+# forward right can still compute the gradient wrong (NaN at extreme inputs or in masked rows).
+
+
+def _input_grad(fn, in_features: Tensor, grad_output: Tensor) -> Tensor:
+    """The gradient of fn(in_features) against grad_output, with respect to in_features."""
+    x = in_features.detach().requires_grad_()
+    with torch.enable_grad():
+        (grad,) = torch.autograd.grad(fn(x), x, grad_output)
+    return grad
+
+
+def run_silu_backward(in_features: Float[Tensor, " ..."], grad_output: Float[Tensor, " ..."]) -> Float[Tensor, " ..."]:
+    return _input_grad(run_silu, in_features, grad_output)
+
+
+def run_gelu_backward(
+    in_features: Float[Tensor, " ..."], grad_output: Float[Tensor, " ..."], approximate: str = "none"
+) -> Float[Tensor, " ..."]:
+    return _input_grad(lambda x: run_gelu(x, approximate), in_features, grad_output)
+
+
+def run_softmax_backward(
+    in_features: Float[Tensor, " ..."], dim: int, grad_output: Float[Tensor, " ..."]
+) -> Float[Tensor, " ..."]:
+    return _input_grad(lambda x: run_softmax(x, dim), in_features, grad_output)
 
 
 # Tensor parallelism (Megatron-LM, Shoeybi et al. 2019; Meta's llama FeedForward): each adapter

@@ -5,14 +5,14 @@ from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
+from . import adapters
 from ._helpers import F64, assert_close, rand
-from .adapters import run_silu
 
 
 @pytest.mark.parametrize("case", fixture_names("silu"))
 def test_silu_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_silu(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize("batch", [(9,), (3, 5), (2, 3, 4, 5)], ids=["1d", "2d", "4d"])

@@ -1,5 +1,6 @@
 """silu, rung by rung: shape and dtype, x * sigmoid(x) on numbers you can check by hand, finite
-outputs for large |x|, and float16 inputs computed in float32 (tests/_ladder.py)."""
+outputs for large |x|, float16 inputs computed in float32, and a finite gradient for large |x|
+(tests/_ladder.py)."""
 
 import math
 
@@ -68,7 +69,7 @@ def test_silu_of_large_inputs_is_finite():
         climb_failed(
             f"x = [-1000, -100, 100, 1000] gave {out.tolist()}, not about [-0, -3.7e-42, 100, 1000]",
             "exp(x) and exp(-x) overflow to inf for |x| > 709 (inf / inf is NaN): write sigmoid as "
-            "torch.sigmoid or 1 / (1 + exp(-x)), whose inf only makes the result 0",
+            "torch.sigmoid (1 / (1 + exp(-x)) gives the right output here, but a NaN gradient: rung 5)",
         )
 
 
@@ -86,4 +87,20 @@ def test_silu_computes_float16_inputs_in_float32():
             f"float16 x = {float(x[i])} gave {float(out[i]):.6g}, exact {float(exact[i]):.6g} (float16 rounds "
             f"once to within {float(ulp[i]):.2g}); {int(bad.sum())} of 25 inputs in [-16, -10] are off by more",
             "compute half-precision inputs in float32 (x.float()) and cast the result back once",
+        )
+
+
+@rung(5)
+def test_silu_gradient_is_finite_for_large_inputs():
+    x = torch.tensor([-1e4, -1000.0, -100.0, 100.0, 1000.0, 1e4], dtype=F64, requires_grad=True)
+    (got,) = torch.autograd.grad(run_silu(x).sum(), x)
+    s = torch.sigmoid(x.detach())
+    want = s * (1 + x.detach() * (1 - s))  # d/dx x * sigmoid(x)
+    if not torch.isfinite(got).all() or not torch.allclose(got, want, rtol=1e-12, atol=1e-300):
+        climb_failed(
+            f"the gradient of sum(silu(x)) at x = [-1e4, -1000, -100, 100, 1000, 1e4] is {got.tolist()}, not "
+            f"about {[float(f'{w:.2g}') for w in want.tolist()]}",
+            "autograd differentiates the formula as written: with exp(-x) = inf inside a quotient "
+            "(x / (1 + exp(-x)), or 1 / (1 + exp(-x)) as the sigmoid) the gradient is inf / inf = NaN, though "
+            "the output is right; torch.sigmoid's gradient stays finite",
         )

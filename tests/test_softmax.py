@@ -6,14 +6,14 @@ from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import tolerance
 
+from . import adapters
 from ._helpers import F64, assert_close, rand
-from .adapters import run_softmax
 
 
 @pytest.mark.parametrize("case", fixture_names("softmax"))
 def test_softmax_matches_fixture(case, snapshot):
     fx = snapshot.load(case)
-    snapshot.check(run_softmax(**fx.kwargs), fx)
+    snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """softmax, rung by rung: shape and dtype, a row you can check by hand, large logits, the `dim`
-argument, -inf entries and fully masked rows, and float16 inputs computed in float32
-(tests/_ladder.py)."""
+argument, -inf entries and fully masked rows, float16 inputs computed in float32, and a zero
+gradient on a fully masked row (tests/_ladder.py)."""
 
 import math
 
@@ -101,4 +101,19 @@ def test_softmax_computes_float16_inputs_in_float32():
             f"a float16 row of {n} zeros gave entries from {float(got.min()):.3g} to {float(got.max()):.3g}, not "
             f"1/{n} = {float(want):.3g} (the sum of its exps, {n}, is inf in float16)",
             "compute half-precision inputs in float32 (x.float()) and cast the result back once",
+        )
+
+
+@rung(8)
+def test_softmax_gradient_of_a_fully_masked_row_is_zero():
+    x = torch.tensor([ROW, [-math.inf] * 3], dtype=F64, requires_grad=True)
+    weights = torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], dtype=F64)
+    (got,) = torch.autograd.grad((run_softmax(x, dim=-1) * weights).sum(), x)
+    if not torch.equal(got[1], torch.zeros(3, dtype=F64)):
+        climb_failed(
+            f"the gradient of sum(softmax(x) * [1, 2, 3]) on the row [-inf, -inf, -inf] is {got[1].tolist()}, "
+            "not zeros",
+            "autograd differentiates everything the row's -inf went through: repairing the output afterwards "
+            "(NaN replaced by 0, or a -inf logsumexp swapped for 0) leaves NaN in the gradient; keep the row's "
+            "max finite and its sum nonzero before exp and the division",
         )

@@ -603,6 +603,12 @@ def with_grad_output(make: Make, d_out_key: str) -> Make:
     return make_backward
 
 
+def with_grad_like_input(make: Make) -> Make:
+    """A backward case of a kernel whose output is shaped as its input: `make`'s inputs and a
+    gradient of the output, ~ N(0, 1)."""
+    return lambda rng: (kw := make(rng)) | {"grad_output": randn(rng, *kw["in_features"].shape)}
+
+
 # ---- training ----
 
 

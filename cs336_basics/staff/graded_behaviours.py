@@ -250,6 +250,7 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
         "test_silu_computes_float16_inputs_in_float32": ("silu_fp16_left_tail", "silu_extremes_fp16"),
         "test_silu_matches_fixture": ("silu", "silu_bf16", "silu_extremes", "silu_extremes_fp16", "silu_4d_f64"),
         "test_silu_kernel_matches_torch_builtin": ("silu_4d_f64", "silu_zero_and_large"),
+        "test_silu_gradient_is_finite_for_large_inputs": ("silu_backward_extremes", "silu_backward_4d_f64"),
     },
     "gelu": {
         "test_gelu_returns_the_shape_and_dtype_of_its_input": ("gelu_4d_f64", "gelu_tanh_2d_bf16"),
@@ -276,6 +277,10 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
             "softmax_uniform_and_one_hot",
         ),
         "test_softmax_fully_masked_row_returns_zeros": ("softmax_fully_masked_row",),
+        "test_softmax_gradient_of_a_fully_masked_row_is_zero": (
+            "softmax_backward_masked",
+            "softmax_backward_dim0_fully_masked",
+        ),
     },
     "rmsnorm": {
         "test_rmsnorm_returns_the_shape_and_dtype_of_its_input": ("rmsnorm_rows_f64", "rmsnorm_fp16_large"),
@@ -505,7 +510,10 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
             "generate_stops_at_eos_in_a_batch",
         ),
         "test_generate_batch_seeded_sampling_equals_each_prompt_alone": ("generate_sampled_in_a_batch",),
-        "test_generate_batch_each_sequence_stops_at_its_own_eos": ("generate_stops_at_eos_in_a_batch",),
+        "test_generate_batch_each_sequence_stops_at_its_own_eos": (
+            "generate_stops_at_eos_in_a_batch",
+            "generate_sampled_first_row_stops_early",
+        ),
         "test_generate_batch_float32_greedy_equals_each_prompt_alone": ("generate_stops_at_eos_in_a_batch",),
         "test_generate_seeded_sampling_cached_equals_recomputed": ("generate_sampled", "generate_sampled_ids"),
         "test_generate_stops_at_an_end_of_sequence_id": ("generate_stops_at_eos", "generate_sampled_stops_at_eos"),
@@ -643,4 +651,97 @@ UNGRADED: dict[str, str] = {
     # the FFN family's ladders
     "test_ffn_block_leaves_its_input_unchanged": "the graded cases compare the output only, and x written in place "
     "still returns the right output",
+}
+
+
+# The public test files of several components: what each of their tests checks, per component,
+# and why the rest is not graded. Files of the tools, not of a component, are named apart.
+SHARED_FILES = (
+    "test_dtypes.py",
+    "test_gradients.py",
+    "test_module_dtypes.py",
+    "test_activation_registry.py",
+    "test_bad_input.py",
+    "test_ffn_width.py",
+    "test_smollm2.py",
+    "test_train.py",
+)
+TOOLING_FILES = {
+    "test_compare.py": "the comparison every test reports with",
+    "test_status.py": "cs336 status",
+    "test_submit.py": "cs336 submit",
+    "test_source_rule.py": "the one rule, which the grader applies to every case",
+}
+KERNELS = ("linear", "embedding", "silu", "gelu", "swiglu", "positionwise_ffn", "rmsnorm", "layernorm", "softmax")
+
+
+def _forward_cases_in(*dtypes: str) -> dict[str, tuple[str, ...]]:
+    """Per kernel component, its forward cases in these dtypes ("bfloat16", "float16", "float64")."""
+    from cs336_basics.staff.cases import CASES
+
+    def chosen(case) -> bool:
+        return str(case.dtype).removeprefix("torch.") in dtypes and not case.adapter.endswith("_backward")
+
+    return {c: tuple(k.name for k in CASES if k.component == c and chosen(k)) for c in KERNELS}
+
+
+SILU_GRADIENT = ("silu_backward_extremes", "silu_backward_4d_f64")
+GELU_GRADIENT = ("gelu_backward_extremes", "gelu_backward_tanh", "gelu_backward_4d_f64")
+SHARED_GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "test_output_dtype_is_input_dtype": _forward_cases_in("bfloat16", "float16", "float64"),
+    "test_matches_torch_builtin_in_same_dtype": _forward_cases_in("bfloat16", "float16", "float64"),
+    "test_half_precision_is_within_a_few_ulps_of_the_truth": _forward_cases_in("bfloat16", "float16"),
+    "test_silu_is_finite_at_extremes": {"silu": ("silu_extremes", "silu_extremes_fp16", "silu_zero_and_large")},
+    "test_silu_is_identity_for_large_positive_inputs": {"silu": ("silu_extremes", "silu_zero_and_large")},
+    "test_silu_is_zero_for_large_negative_inputs": {"silu": ("silu_extremes", "silu_zero_and_large")},
+    "test_gelu_is_finite_at_extremes": {"gelu": ("gelu_zero_and_large", "gelu_huge_values")},
+    "test_softmax_is_finite_for_logits_of_1e4": {"softmax": ("softmax_large_logits", "softmax_uniform_and_one_hot")},
+    "test_softmax_of_row_with_one_unmasked_entry_is_one_hot": {
+        "softmax": ("softmax_masked", "softmax_uniform_and_one_hot")
+    },
+    "test_softmax_of_fully_masked_row_is_zeros": {"softmax": ("softmax_fully_masked_row",)},
+    "test_layernorm_of_one_feature_is_its_bias": {"layernorm": ("layernorm_one_feature",)},
+    "test_backward_matches_torch_builtin": {
+        "silu": SILU_GRADIENT,
+        "gelu": GELU_GRADIENT,
+        "softmax": ("softmax_backward_masked",),
+    },
+    "test_softmax_gradient_with_masked_entries_matches_builtin": {"softmax": ("softmax_backward_masked",)},
+    "test_softmax_gradient_of_fully_masked_row_is_zero": {
+        "softmax": ("softmax_backward_masked", "softmax_backward_dim0_fully_masked")
+    },
+    "test_silu_gradient_is_finite_at_extremes": {"silu": SILU_GRADIENT},
+    "test_gelu_gradient_is_finite_at_extremes": {"gelu": GELU_GRADIENT},
+    "test_module_parameters_take_the_given_dtype_and_device": {
+        "linear": ("linear_init",),
+        "embedding": ("embedding_init",),
+        "rmsnorm": ("rmsnorm_init",),
+        "layernorm": ("layernorm_init",),
+    },
+}
+SHARED_UNGRADED: dict[str, str] = {
+    "test_backward_matches_torch_builtin": "linear, embedding, the FFNs and the norms: autograd's gradient of the "
+    "graded forward (no hand-written backward is asked for); relu is given code",
+    "test_module_parameters_take_the_given_dtype_and_device": "the device (every case runs on the CPU), and the "
+    "composite modules, whose parameters are their layers' (a composite that does not pass the dtype on is not graded)",
+    "test_relu_gradient_at_zero_is_zero_like_builtin": "relu is given code",
+    "test_activation_registry_names_the_four_activations": "the given activation registry",
+    "test_activation_registry_returns_the_named_kernel": "the given activation registry",
+    "test_activation_registry_unknown_name_lists_valid_names": "the given activation registry",
+    "test_relu_keeps_nan_and_zeroes_negatives_like_torch_relu": "relu is given code",
+    "test_bad_input_raises_clear_error": "the given argument checks",
+    "test_adapter_with_a_missing_weight_fails_loudly": "the given strict load (nn.convert)",
+    "test_adapter_with_an_extra_weight_fails_loudly": "the given strict load (nn.convert)",
+    "test_kernels_check_their_arguments_again_after_a_model_forward": "the given argument checks",
+    "test_kernels_check_their_arguments_again_after_a_model_forward_raised_inside_a_layer": "the given argument checks",
+    "test_ffn_width_pins_published_sizes": "the given width rule (nn.ffn_width)",
+    "test_ffn_width_rounds_up_not_by_modulo": "the given width rule (nn.ffn_width)",
+    "test_ffn_width_keeps_exact_multiples": "the given width rule (nn.ffn_width)",
+    "test_ffn_width_rejects_non_positive_arguments": "the given width rule (nn.ffn_width)",
+    "test_smollm2_answers_the_capital_of_france_is_paris": "real weights, which the grader does not have: the model "
+    "and generation are graded on random ones (lm, generate)",
+    "test_train_short_run_loss_falls_below_the_measured_threshold": "a training run of minutes: the components it "
+    "runs are graded one by one",
+    "test_train_ablation_lowers_the_training_loss": "a training run of minutes: the components it runs are graded "
+    "one by one",
 }

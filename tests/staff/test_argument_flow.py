@@ -92,6 +92,7 @@ NORM_DTYPE = (
     "the norm computes in float32 either way, and a bfloat16 gain rounds the float32 one within the case's tolerance"
 )
 DEFAULT_PASSED = "the caller passes the argument's default value: dropping it changes nothing"
+COUNTS = "how many collectives a rank issues does not depend on the gradient's values, only on its shape"
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ DEVICE_CHECKED = CaughtBy(CPU + "; test_module_dtypes builds every module on the
 # module arguments from one parent ("Parent>Class.method-arg") whose dropping changes no public case.
 EXCUSED = {
     "run_get_batch-device": CPU,
+    "run_parallel_swiglu_collectives-grad_output": COUNTS,
     "get_batch_checks-device": CPU,
     "get_batch_checks-reads_little": SCENARIO,
     **{f"run_get_batch_checks-{a}": SCENARIO for a in ("batch_size", "context_length", "num_batches", "seed")},

@@ -10,7 +10,14 @@ import torch
 
 from cs336_basics.fixture_io import load_fixture
 from cs336_basics.staff.cases import CASES
-from cs336_basics.staff.graded_behaviours import GRADED, UNGRADED
+from cs336_basics.staff.graded_behaviours import (
+    GRADED,
+    SHARED_FILES,
+    SHARED_GRADED,
+    SHARED_UNGRADED,
+    TOOLING_FILES,
+    UNGRADED,
+)
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.mistakes import CONFUSERS
 from cs336_basics.testing import compare
@@ -21,14 +28,19 @@ TESTS = Path(__file__).resolve().parents[1]
 CONFIG = load_config()
 
 
+def functions_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+
+
+def component_files(component: str) -> list[Path]:
+    """tests/test_<component>.py and tests/test_<component>_*.py."""
+    return [p for p in (TESTS / f"test_{component}.py", *TESTS.glob(f"test_{component}_*.py")) if p.exists()]
+
+
 def public_tests(component: str) -> set[str]:
-    """The test functions of tests/test_<component>.py and tests/test_<component>_*.py."""
-    names = set()
-    for path in (TESTS / f"test_{component}.py", *TESTS.glob(f"test_{component}_*.py")):
-        if path.exists():
-            tree = ast.parse(path.read_text())
-            names |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
-    return names
+    """The test functions of the component's own files."""
+    return set().union(*(functions_of(p) for p in component_files(component)))
 
 
 def test_graded_behaviours_list_every_graded_component():
@@ -53,6 +65,26 @@ def test_graded_behaviours_name_graded_cases_of_the_component(component):
     assert listed - cases == set()
     assert [test for test, graded in GRADED[component].items() if not graded] == []
     assert set(GRADED[component]) <= public_tests(component), "a listed test that does not exist"
+
+
+def test_graded_behaviours_know_every_public_test_file():
+    owned = {p.name for c in CONFIG.points for p in component_files(c)}
+    unknown = {p.name for p in TESTS.glob("test_*.py")} - owned - set(SHARED_FILES) - set(TOOLING_FILES)
+    assert unknown == set(), "public test files of no component, not shared and not tooling"
+
+
+def test_graded_behaviours_cover_every_test_of_the_shared_files():
+    every = set().union(*(functions_of(TESTS / f) for f in SHARED_FILES))
+    assert every - set(SHARED_GRADED) - set(SHARED_UNGRADED) == set(), "shared tests neither graded nor excused"
+    assert set(SHARED_GRADED) | set(SHARED_UNGRADED) <= every, "a listed shared test that does not exist"
+
+
+@pytest.mark.parametrize("test", sorted(SHARED_GRADED))
+def test_graded_behaviours_name_graded_cases_of_each_component_a_shared_test_checks(test):
+    by_component = {c.name: c.component for c in CASES}
+    for component, cases in SHARED_GRADED[test].items():
+        assert cases, f"{test}: no graded case for {component}"
+        assert {by_component.get(case) for case in cases} == {component}, f"{test}: {cases} are not {component}'s"
 
 
 def failed_graded_cases(wrong) -> list[str]:

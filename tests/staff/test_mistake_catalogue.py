@@ -69,7 +69,7 @@ def test_catalogue_covers_every_public_fixture_and_the_reference_passes_them_all
 def first_failure_names(mistake) -> list[str] | None:
     """What the first failing snapshot test of the mistake's component (in the order pytest runs
     them) names as the likely mistakes; None if that test fails with an exception."""
-    for case in sorted(n for n in FIXTURES if FIXTURES[n].component == mistake.component):
+    for case in fixture_names(mistake.component):
         fx = FIXTURES[case]
         try:
             with torch.no_grad():

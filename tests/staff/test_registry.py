@@ -17,7 +17,12 @@ from tests import adapters
 from tests.oracles import builtin_kernels
 
 # torch.softmax defines a fully masked row as NaN; this package defines it as zeros (README)
-BUILTIN_DIFFERS_BY_DEFINITION = {"softmax_fully_masked_row"}  # attention's oracle zeroes such rows itself
+BUILTIN_DIFFERS_BY_DEFINITION = {
+    "softmax_fully_masked_row",
+    "softmax_backward_masked",
+    "softmax_backward_dim0_fully_masked",
+    "softmax_backward_middle_dim",
+}  # attention's oracle zeroes such rows itself
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.component}-{c.name}" for c in CASES])

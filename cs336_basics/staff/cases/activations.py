@@ -2,7 +2,7 @@
 
 from functools import partial
 
-from cs336_basics.staff.builders import edited, pointwise_case, softmax_case
+from cs336_basics.staff.builders import edited, pointwise_case, softmax_case, with_grad_like_input
 from cs336_basics.staff.cases.case import BF16, BIG, F16, F64, B, Case
 
 PAIRS = (0.0, -0.0, 40.0, -40.0, 88.0, -88.0, BIG, -BIG)  # exact zeros and large magnitudes
@@ -13,6 +13,14 @@ def _fully_masked_row(kw: dict) -> None:
     kw["in_features"][2] = float("-inf")
 
 
+def _fully_masked_middle_slice(kw: dict) -> None:
+    kw["in_features"][0, :, 1, 2] = float("-inf")  # every entry along dim 1 at (0, ., 1, 2)
+
+
+def _fully_masked_column(kw: dict) -> None:
+    kw["in_features"][:, 1, 2] = float("-inf")  # every entry along dim 0 at (1, 2)
+
+
 def _uniform_and_one_hot_rows(kw: dict) -> None:
     kw["in_features"][0] = 7.0  # equal logits: uniform 1/n
     kw["in_features"][1, 4] = 1e4  # one huge logit: one-hot, no overflow
@@ -21,6 +29,13 @@ def _uniform_and_one_hot_rows(kw: dict) -> None:
 silu = partial(Case, component="silu", adapter="run_silu")
 gelu = partial(Case, component="gelu", adapter="run_gelu")
 softmax = partial(Case, component="softmax", adapter="run_softmax")
+silu_backward = partial(Case, component="silu", adapter="run_silu_backward")
+gelu_backward = partial(Case, component="gelu", adapter="run_gelu_backward")
+softmax_backward = partial(Case, component="softmax", adapter="run_softmax_backward")
+F32_MOST = 3e38  # float32's most negative and largest values, near enough
+# not float32's largest: x * sigmoid(x)'s autograd multiplies the upstream gradient by x there,
+# which overflows for |grad| > 1 (the public test there takes a gradient of ones)
+GRAD_EXTREMES = (-BIG, -100.0, -20.0, -0.0, 0.0, 20.0, 100.0, BIG)
 
 CASES = [
     silu("silu", seed=4, make=pointwise_case(B + (64,), std=3.0), floor=9.1e-8),
@@ -45,6 +60,23 @@ CASES = [
     # in float32 and cast once it is off by half an ulp of the product (the handout's dtype policy)
     silu("silu_fp16_left_tail", seed=160, make=pointwise_case(B + (64,), std=0.5, mean=-13.0), floor=6.8e-4, dtype=F16),
     silu("silu_4d_f64", seed=150, make=pointwise_case((2, 3, 4, 5), std=3.0), floor=1.2e-16, dtype=F64),
+    # the gradient (autograd's of the kernel), finite and exact at extreme inputs: the quotient
+    # x / (1 + exp(-x)) computes the output right and its gradient NaN (inf / inf) for x << 0
+    silu_backward(
+        "silu_backward_extremes",
+        seed=216,
+        make=with_grad_like_input(pointwise_case((4, 16), std=3.0, extremes=GRAD_EXTREMES)),
+        floor=2.2e-7,
+    ),
+    silu_backward(
+        "silu_backward_4d_f64",
+        seed=221,
+        make=with_grad_like_input(
+            pointwise_case((2, 3, 4, 5), std=4.0, extremes=(-F32_MOST, -BIG, -700.0, BIG, F32_MOST))
+        ),
+        floor=1.4e-16,
+        dtype=F64,
+    ),
     # hidden: exactly 0 and large magnitudes (x or 0, never NaN); odd 1-D; bfloat16 4-D
     silu(
         "silu_zero_and_large",
@@ -52,6 +84,13 @@ CASES = [
         seed=1021,
         make=pointwise_case((3, 5, 7), std=4.0, extremes=PAIRS),
         floor=5.7e-10,
+    ),
+    silu_backward(
+        "silu_backward_3d_odd",
+        hidden=True,
+        seed=1209,
+        make=with_grad_like_input(pointwise_case((3, 5, 7), std=3.0, extremes=(-BIG, -88.0, 88.0, BIG))),
+        floor=1.4e-7,
     ),
     silu("silu_1d_odd", hidden=True, seed=1022, make=pointwise_case((13,), std=2.0), floor=2.5e-8),
     silu(
@@ -88,6 +127,21 @@ CASES = [
         floor=1.4e-16,
         dtype=F64,
     ),
+    # the gradient at extreme inputs (the tanh form's is NaN past ~1.8e19, torch's too: not there)
+    gelu_backward(
+        "gelu_backward_extremes",
+        seed=217,
+        make=with_grad_like_input(pointwise_case((4, 16), std=3.0, extremes=GRAD_EXTREMES, approximate="none")),
+        floor=1.6e-7,
+    ),
+    gelu_backward(
+        "gelu_backward_tanh",
+        seed=220,
+        make=with_grad_like_input(
+            pointwise_case((2, 3, 11), std=3.0, extremes=(-BIG, -20.0, 0.0, BIG), approximate="tanh")
+        ),
+        floor=5.7e-7,
+    ),
     # hidden: exactly 0 and large magnitudes (exact form); tanh form on odd 1-D; bfloat16
     # (values of 1e4 would set the error scale rms(e) so high that the two GELU forms, which
     # differ by up to 5e-4, could not be told apart: they get a case of their own)
@@ -112,6 +166,16 @@ CASES = [
         make=pointwise_case((6,), std=1.0, extremes=(BIG, -BIG, 1e3, -1e3, 0.0, -0.0), approximate="none"),
         floor=0.0,
     ),
+    gelu_backward(
+        "gelu_backward_4d_f64",
+        hidden=True,
+        seed=1210,
+        make=with_grad_like_input(
+            pointwise_case((2, 3, 4, 5), std=4.0, extremes=(-BIG, -40.0, BIG), approximate="none")
+        ),
+        floor=2.7e-16,
+        dtype=F64,
+    ),
     gelu(
         "gelu_bf16",
         hidden=True,
@@ -132,6 +196,19 @@ CASES = [
         "softmax_fp16_vocab_row", seed=162, make=softmax_case((1, 68000), dim=-1, std=1e-3), floor=1.1e-3, dtype=F16
     ),
     softmax("softmax_4d_f64", seed=107, make=softmax_case((2, 3, 4, 5), dim=2, std=2.0), floor=9.5e-17, dtype=F64),
+    # the gradient: zero at -inf entries and on a fully masked row (not NaN), along either dim
+    softmax_backward(
+        "softmax_backward_masked",
+        seed=218,
+        make=with_grad_like_input(edited(softmax_case((6, 16), dim=-1, std=2.0, mask_fraction=0.3), _fully_masked_row)),
+        floor=1.5e-7,
+    ),
+    softmax_backward(
+        "softmax_backward_dim0_fully_masked",
+        seed=222,
+        make=with_grad_like_input(edited(softmax_case((5, 4, 3), dim=0, std=2.0), _fully_masked_column)),
+        floor=2.9e-7,
+    ),
     # hidden: along a middle dim of a 4-D input; 1-D; a uniform row and a one-hot row; bfloat16
     softmax(
         "softmax_middle_dim", hidden=True, seed=1041, make=softmax_case((2, 5, 3, 4), dim=1, std=2.0), floor=8.4e-8
@@ -146,6 +223,15 @@ CASES = [
     ),
     softmax(
         "softmax_bf16", hidden=True, seed=1044, make=softmax_case((6, 11), dim=-1, std=4.0), floor=1.5e-3, dtype=BF16
+    ),
+    softmax_backward(
+        "softmax_backward_middle_dim",
+        hidden=True,
+        seed=1211,
+        make=with_grad_like_input(
+            edited(softmax_case((2, 5, 3, 4), dim=1, std=2.0, mask_fraction=0.3), _fully_masked_middle_slice)
+        ),
+        floor=8.6e-7,
     ),
     # a fully masked row returns zeros (our documented definition; torch.softmax gives NaN)
     softmax(

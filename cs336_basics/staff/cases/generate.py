@@ -52,6 +52,15 @@ CASES = [
             generate_batch_case([3, 6], 5, 40, 32, 32, 2, 4, 64, temperature=0.0), _eos_is_row_0_s_second_token
         ),
     ),
+    # sampled: the first row stops after its second token and leaves the batch; each row left
+    # still draws from its own prompt's generator, not the one at its new index
+    generate_batch(
+        "generate_sampled_first_row_stops_early",
+        seed=215,
+        make=edited(
+            generate_batch_case([3, 6, 4], 6, 40, 32, 32, 2, 4, 64, temperature=1.2), _eos_is_row_0_s_second_token
+        ),
+    ),
     # a long prompt fills the context after two tokens while the short one goes on: each row's
     # positions are its own, so the short row's never reach the batch's width
     generate_batch(

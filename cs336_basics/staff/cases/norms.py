@@ -99,6 +99,13 @@ CASES = [
         make=edited(layernorm_case((3, 4), 24, eps=1e-5, x_mean=1.0), lambda kw: kw.pop("biases")),
         floor=1.8e-7,
     ),
+    # one feature: x - mean(x) = 0, the output is the bias exactly
+    layernorm(
+        "layernorm_one_feature",
+        seed=219,
+        make=layernorm_case((4, 3), 1, eps=1e-5, x_std=500.0, x_mean=1.0),
+        floor=0.0,
+    ),
     # initialisation: the gain 1 and the bias 0, as torch.nn.LayerNorm's (adapters.INIT_CHECKS)
     layernorm_init("layernorm_init", seed=196, make=init_case(seeded=False, d_model=48)),
     # hidden: a constant row (-> bias); 4-D with a large eps; 1-D bfloat16 with an offset

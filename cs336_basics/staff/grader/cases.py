@@ -33,7 +33,7 @@ def graded_cases(
         for hidden, directory in ((False, Path(public_dir)), (True, Path(hidden_dir))):
             declared = [c.name for c in cases_of(component, hidden)]
             stored = fixture_names(component, directory)
-            if sorted(declared) != stored:
+            if sorted(declared) != sorted(stored):
                 raise FileNotFoundError(
                     f"{component}: the {'hidden' if hidden else 'public'} cases {declared} and the "
                     f"files in {directory} {stored} differ; run `uv run cs336 fixtures`"

@@ -115,6 +115,19 @@ def silu_as_exp_ratio(x):
 
 
 @mistake(
+    "silu-gradient_nan_for_large_negative_x",
+    F,
+    "silu",
+    diagnosis="SiLU whose gradient is NaN for x << 0: exp(-x) overflows to inf inside a quotient (x / (1 + "
+    "exp(-x)), or 1 / (1 + exp(-x)) as the sigmoid) and autograd divides inf by inf; the output is right, "
+    "torch.sigmoid's gradient stays finite",
+)
+def silu_as_quotient(x):
+    x_c = up(x)
+    return (x_c / (1 + torch.exp(-x_c))).to(x.dtype)
+
+
+@mistake(
     "silu-no_float32_upcast",
     F,
     "silu",
@@ -177,6 +190,23 @@ def gelu_no_upcast(x, approximate="none"):
 def softmax_without_max_subtraction(x, dim=-1):
     e = torch.exp(up(x))
     return (e / e.sum(dim, keepdim=True)).to(x.dtype)
+
+
+@mistake(
+    "softmax-gradient_nan_on_a_fully_masked_row",
+    F,
+    "softmax",
+    diagnosis="softmax whose gradient is NaN on a fully masked row: the row's -inf entries go through exp or "
+    "logsumexp and only the output is repaired afterwards (NaN replaced, or -inf swapped for 0); zero such "
+    "rows before anything is computed from them",
+    # softmax without the max subtraction is NaN there too (0 / 0): the case shows, it cannot name
+    shows="NaN in the gradient of a fully masked row",
+)
+def softmax_repaired_after_logsumexp(x, dim=-1):
+    x_c = up(x)
+    lse = torch.logsumexp(x_c, dim, keepdim=True)
+    lse = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
+    return torch.exp(x_c - lse).to(x.dtype)
 
 
 @mistake("softmax-ignores_dim", F, "softmax", diagnosis="softmax always over the last dimension, ignoring `dim`")

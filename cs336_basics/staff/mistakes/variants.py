@@ -16,12 +16,6 @@ def linear_matmul(x, weight, bias=None):
     return plus_bias(x @ weight.transpose(-1, -2), bias)
 
 
-@variant("silu-exp_division", F, "silu")
-def silu_exp_division(x):
-    x_c = up(x)
-    return (x_c / (1 + torch.exp(-x_c))).to(x.dtype)
-
-
 @variant("gelu-one_plus_erf", F, "gelu")
 def gelu_one_plus_erf(x, approximate="none"):
     # the paper's 0.5 x (1 + erf(x / sqrt 2)), as torch's F.gelu computes it: 1 + erf cancels to 0
@@ -33,14 +27,6 @@ def gelu_one_plus_erf(x, approximate="none"):
         return (0.5 * x_c * (1 + torch.tanh(u))).to(x.dtype)
     x_c = up(x)
     return (0.5 * x_c * (1 + torch.erf(x_c / math.sqrt(2.0)))).to(x.dtype)
-
-
-@variant("softmax-logsumexp", F, "softmax")
-def softmax_logsumexp(x, dim=-1):
-    x_c = up(x)
-    lse = torch.logsumexp(x_c, dim, keepdim=True)
-    lse = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
-    return torch.exp(x_c - lse).to(x.dtype)
 
 
 @variant("rmsnorm-meta_cast_order", F, "rmsnorm")
