@@ -848,6 +848,31 @@ def run_parallel_swiglu_backward(
     return _backward_output(*launch.run_sharded_backward(make, weights, in_features, grad_output, world_size))
 
 
+def run_parallel_attention_backward(
+    d_model: int,
+    num_heads: int,
+    max_seq_len: int,
+    theta: float,
+    world_size: int,
+    q_proj_weight: Float[Tensor, " d_k d_in"],
+    k_proj_weight: Float[Tensor, " d_k d_in"],
+    v_proj_weight: Float[Tensor, " d_v d_in"],
+    o_proj_weight: Float[Tensor, " d_model d_v"],
+    in_features: Float[Tensor, " ... sequence_length d_in"],
+    grad_output: Float[Tensor, " ... sequence_length d_model"],
+) -> Float[Tensor, " n"]:
+    """Beyond CS336: the gradients of sum(ParallelAttention(x) * grad_output) on world_size ranks
+    (f's backward all-reduces x's gradient over the ranks' heads): x's gradient, then each
+    projection's gathered from the shards, flattened."""
+    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len)
+    kv_heads = _kv_heads(num_heads, d_model, k_proj_weight)
+    make = launch.module_factory(
+        ParallelAttention, d_model=d_model, num_heads=num_heads, num_kv_heads=kv_heads, rope=rope
+    )
+    weights = _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight)
+    return _backward_output(*launch.run_sharded_backward(make, weights, in_features, grad_output, world_size))
+
+
 def run_parallel_swiglu_collectives(
     d_model: int,
     d_ff: int,

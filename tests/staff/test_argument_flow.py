@@ -155,6 +155,8 @@ EXCUSED = {
     "run_transformer_lm_cached-token_positions": SHIFTED,
     "run_row_parallel_linear_backward-world_size": WORLD_SIZE,
     "run_parallel_swiglu_backward-world_size": WORLD_SIZE,
+    "run_parallel_attention_backward-world_size": WORLD_SIZE,
+    "run_parallel_attention_backward-max_seq_len": TABLE_LENGTH,
     # module arguments no parent passes
     "TransformerLM.__init__-config": ROOT,
     "TransformerLM.__init__-device": ROOT,

@@ -20,6 +20,7 @@ row_backward = partial(Case, component="parallel", adapter="run_row_parallel_lin
 column_backward = partial(Case, component="parallel", adapter="run_column_parallel_linear_backward")
 swiglu_backward = partial(Case, component="parallel", adapter="run_parallel_swiglu_backward")
 swiglu_collectives = partial(Case, component="parallel", adapter="run_parallel_swiglu_collectives")
+attention_backward = partial(Case, component="parallel", adapter="run_parallel_attention_backward")
 
 
 def _no_gather_key(kw: dict) -> None:
@@ -105,6 +106,14 @@ CASES = [
         make=parallel_attention_case((), 6, 16, 4, 4, 2, theta=500.0, positions="random"),
         floor=2.3e-7,
     ),
+    # the split attention's backward: f all-reduces x's gradient over the ranks' heads (floor:
+    # the built-in's, on MKL's compatible path)
+    attention_backward(
+        "parallel_heads_backward",
+        seed=223,
+        make=with_grad_output(parallel_attention_case((2,), 6, 32, 4, 2, 2), "d_model"),
+        floor=3.6e-6,
+    ),
     # the language model split over the ranks: its layers built from ParallelAttention and
     # ParallelSwiGLUFFN, sharing one RoPE (positions not 0, 1, ...), tied embeddings, the norms' eps;
     # then left padding masked, in bfloat16, one layer, another theta
@@ -162,6 +171,14 @@ CASES = [
     ),
     parallel_attention(
         "parallel_heads_w4", hidden=True, seed=1198, make=parallel_attention_case((), 6, 64, 8, 4, 4), floor=1.1e-6
+    ),
+    attention_backward(
+        "parallel_heads_backward_w4_f64",
+        hidden=True,
+        seed=1212,
+        make=with_grad_output(parallel_attention_case((), 5, 32, 8, 4, 4, theta=500.0), "d_model"),
+        floor=4.4e-15,
+        dtype=F64,
     ),
     # the model on 2 ranks only: 4 ranks of it outgrow the worker's share of a 768 MB container
     parallel_lm(
