@@ -549,7 +549,7 @@ MODEL_HALF: dict[str, dict[str, tuple[str, ...]]] = {
             "parallel_heads_w4",
             "parallel_model_gqa_tied_eps",
             "parallel_heads_backward",
-            "parallel_heads_backward_w4_f64",
+            "parallel_heads_backward_f64",
         ),
         "test_parallel_matches_fixture": ("parallel_column", "parallel_column_sharded", "parallel_row", "parallel_ffn"),
         "test_parallel_output_equals_single_process": ("parallel_ffn_w1_f64", "parallel_ffn_w4_4d"),

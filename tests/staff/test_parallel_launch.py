@@ -177,7 +177,12 @@ def test_parallel_fixture_tests_report_each_case_on_its_own_when_one_case_raises
     # every parallel adapter calls a row-parallel layer but the column-parallel linear's own and the
     # split attention's (it computes with its projections' weights through the attention kernel)
     failed, out = _run_with_broken(tmp_path, "RowParallelLinear", "tests/test_parallel_adapters.py")
-    no_row = ("run_column_parallel_linear", "run_column_parallel_linear_backward", "run_parallel_attention")
+    no_row = (
+        "run_column_parallel_linear",
+        "run_column_parallel_linear_backward",
+        "run_parallel_attention",
+        "run_parallel_attention_backward",
+    )
     uses_row = [c for c in public if c.adapter not in no_row]
     expected = sorted(f"test_parallel_matches_fixture[{c.name}]" for c in uses_row)
     assert sorted(failed) == expected, out[-3000:]

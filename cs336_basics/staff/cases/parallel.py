@@ -173,10 +173,10 @@ CASES = [
         "parallel_heads_w4", hidden=True, seed=1198, make=parallel_attention_case((), 6, 64, 8, 4, 4), floor=1.1e-6
     ),
     attention_backward(
-        "parallel_heads_backward_w4_f64",
+        "parallel_heads_backward_f64",
         hidden=True,
         seed=1212,
-        make=with_grad_output(parallel_attention_case((), 5, 32, 8, 4, 4, theta=500.0), "d_model"),
+        make=with_grad_output(parallel_attention_case((), 5, 32, 8, 4, 2, theta=500.0), "d_model"),
         floor=4.4e-15,
         dtype=F64,
     ),

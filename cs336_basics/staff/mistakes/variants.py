@@ -16,6 +16,15 @@ def linear_matmul(x, weight, bias=None):
     return plus_bias(x @ weight.transpose(-1, -2), bias)
 
 
+@variant("silu-stable_sigmoid_by_sign", F, "silu")
+def silu_stable_sigmoid_by_sign(x):
+    # the sigmoid from exp(-|x|), which never overflows (nor does its gradient): 1 / (1 + e) for
+    # x >= 0, e / (1 + e) below
+    x_c = up(x)
+    e = torch.exp(-x_c.abs())
+    return (x_c * torch.where(x_c >= 0, 1 / (1 + e), e / (1 + e))).to(x.dtype)
+
+
 @variant("gelu-one_plus_erf", F, "gelu")
 def gelu_one_plus_erf(x, approximate="none"):
     # the paper's 0.5 x (1 + erf(x / sqrt 2)), as torch's F.gelu computes it: 1 + erf cancels to 0
@@ -27,6 +36,16 @@ def gelu_one_plus_erf(x, approximate="none"):
         return (0.5 * x_c * (1 + torch.tanh(u))).to(x.dtype)
     x_c = up(x)
     return (0.5 * x_c * (1 + torch.erf(x_c / math.sqrt(2.0)))).to(x.dtype)
+
+
+@variant("softmax-logsumexp", F, "softmax")
+def softmax_logsumexp(x, dim=-1):
+    # exp(x - logsumexp(x)); a fully masked row's logsumexp is taken over zeros instead, so no
+    # -inf row reaches it (its output exp(-inf) = 0, its gradient 0)
+    x_c = up(x)
+    dead = torch.isneginf(x_c).all(dim, keepdim=True)
+    lse = torch.logsumexp(x_c.masked_fill(dead, 0.0), dim, keepdim=True)
+    return torch.exp(x_c - lse).to(x.dtype)
 
 
 @variant("rmsnorm-meta_cast_order", F, "rmsnorm")
