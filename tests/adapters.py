@@ -743,6 +743,15 @@ def run_parallel_swiglu(
     return launch.run_sharded(factory, weights, in_features, world_size)
 
 
+def _parallel_attention_factory(d_model: int, num_heads: int, max_seq_len: int, theta: float, k_proj_weight: Tensor):
+    """ParallelAttention's rank factory, its key/value heads from k_proj_weight's rows."""
+    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len)
+    kv_heads = _kv_heads(num_heads, d_model, k_proj_weight)
+    return launch.module_factory(
+        ParallelAttention, d_model=d_model, num_heads=num_heads, num_kv_heads=kv_heads, rope=rope
+    )
+
+
 def run_parallel_attention(
     d_model: int,
     num_heads: int,
@@ -758,11 +767,7 @@ def run_parallel_attention(
 ) -> Float[Tensor, " ... sequence_length d_model"]:
     """Beyond CS336: run_multihead_self_attention_with_rope's attention split by head over
     world_size ranks (ParallelAttention, the key/value heads from k_proj_weight's rows)."""
-    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len)
-    kv_heads = _kv_heads(num_heads, d_model, k_proj_weight)
-    make = launch.module_factory(
-        ParallelAttention, d_model=d_model, num_heads=num_heads, num_kv_heads=kv_heads, rope=rope
-    )
+    make = _parallel_attention_factory(d_model, num_heads, max_seq_len, theta, k_proj_weight)
     weights = _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight)
     return launch.run_sharded(make, weights, in_features, world_size, forward_args=(token_positions,))
 
@@ -864,11 +869,7 @@ def run_parallel_attention_backward(
     """Beyond CS336: the gradients of sum(ParallelAttention(x) * grad_output) on world_size ranks
     (f's backward all-reduces x's gradient over the ranks' heads): x's gradient, then each
     projection's gathered from the shards, flattened."""
-    rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len)
-    kv_heads = _kv_heads(num_heads, d_model, k_proj_weight)
-    make = launch.module_factory(
-        ParallelAttention, d_model=d_model, num_heads=num_heads, num_kv_heads=kv_heads, rope=rope
-    )
+    make = _parallel_attention_factory(d_model, num_heads, max_seq_len, theta, k_proj_weight)
     weights = _attn_weights(q_proj_weight, k_proj_weight, v_proj_weight, o_proj_weight)
     return _backward_output(*launch.run_sharded_backward(make, weights, in_features, grad_output, world_size))
 
