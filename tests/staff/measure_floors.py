@@ -10,27 +10,42 @@ comparisons over its seeds (`measure_floors()`), once with the reference and onc
 accepted variant of its component (cs336_basics/staff/mistakes: every exact way of writing the
 formula the catalogue knows); FLOORS declares the largest, rounded up.
 
-Declared floors are the larger of the measurements on an x86-64 CPU and with PyTorch's generic
-kernels (ATEN_CPU_CAPABILITY=default); run it both ways:
+Declared floors cover the largest of these over a matrix of the CPU code paths this machine can
+reach (`--matrix`): PyTorch's vector kernels (ATEN_CPU_CAPABILITY), MKL's code branches
+(MKL_CBWR), oneDNN (ONEDNN_MAX_CPU_ISA, or off: bfloat16 matrix products, GELU) and one or
+two threads, each a process of its own. The staff invariants (test_floors.py, the drift check)
+accept a measurement up to HEADROOM x the declared floor: CPUs outside the matrix (ARM, other
+vendors) may round differently again (tests/README.md says how HEADROOM was chosen).
 
-    uv run python -m tests.staff.measure_floors [--graded | --ungraded]
-    ATEN_CPU_CAPABILITY=default uv run python -m tests.staff.measure_floors [--graded | --ungraded]
+    uv run python -m tests.staff.measure_floors [--graded | --ungraded]     # this process's path
+    uv run python -m tests.staff.measure_floors --matrix --record [--save m.json]  # every path
+    uv run python -m tests.staff.measure_floors --load m.json [m2.json]            # that matrix again
+
+--record writes the matrix maxima to floor_matrix.json (test_floors.py checks the declared floors
+against it). The matrix takes about 20 minutes on a quiet 2-core machine, an hour while other
+work shares it.
 """
 
 import argparse
 import contextlib
 import importlib
+import json
 import math
+from pathlib import Path
 
 import torch
 
 from cs336_basics.fixture_io import load_fixture
-from cs336_basics.staff.cases import CASES
+from cs336_basics.staff.cases import CASES, HEADROOM
 from cs336_basics.staff.mistakes import VARIANTS
-from cs336_basics.testing import scaled_error
+from cs336_basics.testing import UNIT_ROUNDOFF, scaled_error
 from tests import adapters
 from tests.floors import FLOORS
 from tests.oracles import builtin_kernels
+from tests.staff import code_paths
+
+# The matrix maxima the declared floors cover (`--matrix --record`; tests/staff/test_floors.py reads it).
+RECORD = Path(__file__).with_name("floor_matrix.json")
 
 # The modules whose measure_floors() measure the entries of tests/floors.py, in COMPONENTS order.
 MEASURED_BY = (
@@ -119,16 +134,164 @@ def ungraded() -> None:
         print(f"{name:32s} {dtype:9s} {shown[0]:>11s} {shown[1]:>10s} {floor.value:9.2e}  {note}")
 
 
+def measure(graded: bool = True, ungraded: bool = True) -> dict:
+    """This process's measurements: {"graded": {case: [ours, built-in]}, "ungraded": {FLOORS name: floor}}."""
+    return {
+        "graded": {k: list(v) for k, v in measure_graded().items()} if graded else {},
+        "ungraded": measure_ungraded() if ungraded else {},
+    }
+
+
+def measure_matrix(paths: list[code_paths.CodePath], which: list[str]) -> dict[str, dict]:
+    """{path label: measure()} for every code path, each measured in a process of its own."""
+    out = {}
+    for i, path in enumerate(paths, start=1):
+        print(f"[{i}/{len(paths)}] {path.label}", flush=True)
+        out[path.label] = code_paths.run_json(path, "tests.staff.measure_floors", which)
+    return out
+
+
+def declared() -> dict[str, dict[str, float]]:
+    """{"graded": {case: declared floor}, "ungraded": {FLOORS name: declared floor}} (exact cases: 0)."""
+    return {
+        "graded": {c.name: c.floor or 0.0 for c in CASES},
+        "ungraded": {name: f.value for name, f in FLOORS.items()},
+    }
+
+
+def cells(matrix: dict[str, dict], kind: str) -> dict[str, dict[str, float]]:
+    """{comparison: {path label: measured floor}} of one kind ("graded" or "ungraded")."""
+    out: dict[str, dict[str, float]] = {}
+    for label, measured in matrix.items():
+        for name, value in measured[kind].items():
+            out.setdefault(name, {})[label] = graded_floor(*value) if kind == "graded" else value
+    return out
+
+
+def roundoffs() -> dict[str, dict[str, float]]:
+    """{kind: {comparison: the unit roundoff of its dtype}}: the least floor the tolerance rule takes."""
+    return {
+        "graded": {c.name: UNIT_ROUNDOFF[c.dtype] for c in CASES},
+        "ungraded": {name: UNIT_ROUNDOFF[f.dtype] for name, f in FLOORS.items()},
+    }
+
+
+def surprise(by_path: dict[str, float], u: float) -> tuple[float, str]:
+    """The largest factor by which one switch value (a capability, an MKL branch, a oneDNN setting,
+    a thread count) raised a measurement over the same path with that switch set otherwise, each
+    measurement taken at least u (the tolerance rule's least floor): how far a code path the matrix
+    does not hold may be from those it does. (the factor, "switch=value")."""
+    worst, parts = (1.0, ""), {label: label.split("/") for label in by_path}
+    for label, p in parts.items():
+        for i, switch in enumerate(("capability", "MKL", "oneDNN", "threads")):
+            rest = p[:i] + p[i + 1 :]
+            others = [max(by_path[k], u) for k, q in parts.items() if q[i] != p[i] and q[:i] + q[i + 1 :] == rest]
+            if others:
+                worst = max(worst, (max(by_path[label], u) / max(others), f"{switch}={p[i]}"))
+    return worst
+
+
+def print_paths(matrix: dict[str, dict]) -> None:
+    """Per code path and kind: how many comparisons measure above the declared floor, and the worst ratio."""
+    floors = declared()
+    print(f"\n{'code path (capability/MKL/oneDNN/threads)':44s} {'graded above':>12s} {'worst':>6s}  "
+          f"{'ungraded above':>14s} {'worst':>6s}")  # fmt: skip
+    for label, measured in matrix.items():
+        row = []
+        for kind in ("graded", "ungraded"):
+            got = cells({label: measured}, kind)
+            ratios = [
+                v[label] / floors[kind][n] if floors[kind][n] else (v[label] > 0) * math.inf for n, v in got.items()
+            ]
+            row.append((sum(r > 1 for r in ratios), max(ratios, default=0.0)))
+        print(f"{label:44s} {row[0][0]:12d} {row[0][1]:6.2f}  {row[1][0]:14d} {row[1][1]:6.2f}")
+
+
+def print_maxima(matrix: dict[str, dict], kind: str) -> tuple[float, str]:
+    """Per comparison: the matrix maximum, where it was measured, the declared floor and the largest
+    surprise (one switch over the same path with it set otherwise); the largest surprise of all."""
+    floors, u, widest = declared()[kind], roundoffs()[kind], (1.0, "")
+    print(f"\n{kind:32s} {'matrix max':>10s} {'rounded up':>10s} {'declared':>9s} {'max/decl':>8s} {'surprise':>8s}"
+          f"  at")  # fmt: skip
+    for name, by_path in cells(matrix, kind).items():
+        at = max(by_path, key=by_path.get)
+        top, floor = by_path[at], floors[name]
+        ratio = top / floor if floor else (math.inf if top > 0 else 0.0)
+        note = "  ABOVE THE DECLARED FLOOR" if ratio > 1 else ""
+        factor, switch = surprise(by_path, u[name])
+        widest = max(widest, (factor, f"{name}, {switch}"))
+        print(f"{name:32s} {top:10.3e} {round_up(top):10.1e} {floor:9.2e} {ratio:8.2f} {factor:8.2f}"
+              f"  {at}{note}")  # fmt: skip
+    print(f"largest surprise: {widest[0]:.2f}x ({widest[1]}); HEADROOM = {HEADROOM:g}")
+    return widest
+
+
+def print_matrix(matrix: dict[str, dict]) -> None:
+    print_paths(matrix)
+    for kind in ("graded", "ungraded"):
+        if any(m[kind] for m in matrix.values()):
+            print_maxima(matrix, kind)
+
+
+def maxima(matrix: dict[str, dict]) -> dict[str, dict[str, list]]:
+    """{kind: {comparison: [matrix maximum, the code path it was measured on, surprise, its switch]}}."""
+    out = {}
+    for kind in ("graded", "ungraded"):
+        u = roundoffs()[kind]
+        out[kind] = {name: [max(v.values()), max(v, key=v.get), *surprise(v, u[name])]
+                     for name, v in cells(matrix, kind).items()}  # fmt: skip
+    return out
+
+
+def loaded(files: list[Path]) -> dict[str, dict]:
+    """The matrix of --save files, each kind of each path from the last file that measured it."""
+    matrix: dict[str, dict] = {}
+    for f in files:
+        for label, measured in json.loads(f.read_text()).items():
+            cell = matrix.setdefault(label, {"graded": {}, "ungraded": {}})
+            cell |= {kind: values for kind, values in measured.items() if values}
+    return matrix
+
+
+def record(matrix: dict[str, dict], path: Path = RECORD) -> None:
+    """Write the matrix maxima to RECORD, with the machine and the code paths they come from."""
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown")  # fmt: skip
+    data = {"cpu": cpu, "torch": torch.__version__, "paths": list(matrix), **maxima(matrix)}
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--graded", action="store_true", help="only the registry's cases")
     which.add_argument("--ungraded", action="store_true", help="only tests/floors.py's comparisons")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--matrix", action="store_true", help="every code path of tests/staff/code_paths.py")
+    mode.add_argument("--load", type=Path, nargs="+", metavar="FILE", help="print the matrix --save wrote; of "
+                      "several (a --graded matrix measured again), each kind from the last file that has it")
+    mode.add_argument("--json", type=Path, metavar="FILE", help="write this process's measurements (a matrix cell)")
+    parser.add_argument("--save", type=Path, metavar="FILE", help="with --matrix: keep every cell in FILE")
+    parser.add_argument("--record", action="store_true", help=f"with --matrix or --load: write {RECORD.name}")
     args = parser.parse_args()
-    if not args.ungraded:
-        graded()
-    if not args.graded:
-        ungraded()
+    code_paths.mkldnn_switch()
+    kinds = ["--graded"] if args.graded else ["--ungraded"] if args.ungraded else []
+    if args.json:
+        args.json.write_text(json.dumps(measure(not args.ungraded, not args.graded)))
+    elif args.matrix or args.load:
+        matrix = loaded(args.load) if args.load else measure_matrix(code_paths.matrix(), kinds)
+        if args.save:
+            args.save.write_text(json.dumps(matrix, indent=1))
+        if args.record:
+            if not all(m["graded"] and m["ungraded"] for m in matrix.values()):
+                parser.error("--record needs both kinds measured on every path")
+            record(matrix)
+        print_matrix(matrix)
+    else:
+        if not args.ungraded:
+            graded()
+        if not args.graded:
+            ungraded()
 
 
 if __name__ == "__main__":

@@ -36,13 +36,14 @@ from cs336_basics.staff.cases import (
     parallel,
     training,
 )
-from cs336_basics.staff.cases.case import EXACT, HIDDEN_FIXTURES_DIR, Case
+from cs336_basics.staff.cases.case import EXACT, HEADROOM, HIDDEN_FIXTURES_DIR, Case
 
 __all__ = [
     "BY_NAME",
     "CASES",
     "EXACT",
     "FIXTURES_DIR",
+    "HEADROOM",
     "HIDDEN_CASES",
     "HIDDEN_FIXTURES_DIR",
     "PUBLIC_CASES",
