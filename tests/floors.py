@@ -5,9 +5,10 @@ graded cases follow (tests/README.md).
 
 A floor is the largest max scaled error |a - e| / (|e| + rms(e)) the comparison gives for a
 correct implementation (the reference and every accepted variant of the component: each exact way
-of writing the formula) over the seeds its test module's `measure_floors()` draws, on an x86-64
-CPU (AVX2) and with ATEN_CPU_CAPABILITY=default (PyTorch's generic kernels), rounded up to two
-digits. The course staff re-measure every entry with one script whenever a kernel changes.
+of writing the formula) over the seeds its test module's `measure_floors()` draws, and over the
+CPU code paths of the course staff's machine (PyTorch's vector kernels, MKL's branches, oneDNN,
+threads), rounded up to two digits. The course staff re-measure every entry with one script
+whenever a kernel changes.
 """
 
 from dataclasses import dataclass
@@ -46,14 +47,14 @@ FLOORS: dict[str, Floor] = {
     "rope.hf": Floor(4.1e-6, F32, "run_rope vs HF's rotate-half on de-interleaved dims (float32 angles)"),
     "rope.bf16": Floor(2.8e-3, BF16, "run_rope in bfloat16 vs the complex rotation in float64"),
     "rope.offset": Floor(2.8e-15, F64, "<RoPE(q, m), RoPE(k, n)> at (10, 3) vs at (50, 43)"),
-    "mha.f64": Floor(2.9e-15, F64, "the MHA adapters vs F.linear + torch's SDPA (+ complex RoPE)"),
-    "mha.hf": Floor(5.3e-7, F32, "MultiHeadSelfAttention vs HF LlamaAttention (eager)"),
-    "mha.cache": Floor(9.0e-7, F32, "prefill + one token at a time vs the whole sequence"),
-    "block.f64": Floor(4.1e-15, F64, "run_transformer_block vs the block written with built-ins"),
-    "block.ablations": Floor(5.5e-15, F64, "TransformerBlock's post-norm, no-norm and SiLU-FFN variants vs built-ins"),
+    "mha.f64": Floor(4.8e-15, F64, "the MHA adapters vs F.linear + torch's SDPA (+ complex RoPE)"),
+    "mha.hf": Floor(8.2e-7, F32, "MultiHeadSelfAttention vs HF LlamaAttention (eager)"),
+    "mha.cache": Floor(1.2e-6, F32, "prefill + one token at a time vs the whole sequence"),
+    "block.f64": Floor(5.8e-15, F64, "run_transformer_block vs the block written with built-ins"),
+    "block.ablations": Floor(6.6e-15, F64, "TransformerBlock's post-norm, no-norm and SiLU-FFN variants vs built-ins"),
     "block.hf": Floor(2.8e-7, F32, "TransformerBlock vs HF LlamaDecoderLayer"),
-    "lm.hf": Floor(2.1e-5, F32, "TransformerLM vs HF LlamaForCausalLM (HF's float32 RoPE angles drift at seq 64)"),
-    "lm.nope": Floor(2.4e-15, F64, "TransformerLM with position='none' vs built-ins, no rotation"),
+    "lm.hf": Floor(2.5e-5, F32, "TransformerLM vs HF LlamaForCausalLM (HF's float32 RoPE angles drift at seq 64)"),
+    "lm.nope": Floor(3.0e-15, F64, "TransformerLM with position='none' vs built-ins, no rotation"),
     "lm.cache": Floor(1.5e-6, F32, "TransformerLM: cached prefix + one token at a time vs the whole sequence"),
     "cross_entropy.f64": Floor(2.9e-16, F64, "F.cross_entropy vs torch's, logits of std 3 and 1e4"),
     "cross_entropy.f64_offset": Floor(
@@ -61,17 +62,17 @@ FLOORS: dict[str, Floor] = {
     ),
     "cross_entropy.grad_f64": Floor(3.2e-15, F64, "d F.cross_entropy / d logits vs torch's"),
     "parallel.f32": Floor(3.9e-7, F32, "parallel layers at W = 1, 2, 4 vs the single-process ones: output, every grad"),
-    "parallel.f64": Floor(5.7e-16, F64, "parallel layers at W = 1, 2, 4 vs the single-process ones, float64"),
-    "parallel.heads": Floor(1.1e-15, F64, "attention split by head at W = 1, 2, 4 vs one process: output, input grad"),
+    "parallel.f64": Floor(6.5e-16, F64, "parallel layers at W = 1, 2, 4 vs the single-process ones, float64"),
+    "parallel.heads": Floor(1.2e-15, F64, "attention split by head at W = 1, 2, 4 vs one process: output, input grad"),
     # Hugging Face modules built from a config (the course staff's suite)
-    "swiglu.hf": Floor(4.2e-7, F32, "SwiGLUFFN vs HF LlamaMLP"),
+    "swiglu.hf": Floor(5.5e-7, F32, "SwiGLUFFN vs HF LlamaMLP"),
     "swiglu.hf_f64": Floor(8.8e-16, F64, "SwiGLUFFN vs HF LlamaMLP in float64"),
     "rmsnorm.hf": Floor(0.0, F32, "RMSNorm vs HF LlamaRMSNorm (the same operations in the same order)"),
     "ffn_block.hf": Floor(8.0e-8, F32, "FFNBlock vs x + LlamaMLP(LlamaRMSNorm(x))"),
     "positionwise_ffn.gpt_neox": Floor(7.7e-7, F32, "PositionWiseFFN vs HF GPTNeoXMLP"),
     "positionwise_ffn.gpt_neox_f64": Floor(1.5e-15, F64, "PositionWiseFFN vs HF GPTNeoXMLP in float64"),
-    "positionwise_ffn.gpt2": Floor(7.4e-7, F32, "PositionWiseFFN vs HF GPT2MLP (Conv1D's addmm sums in another order)"),
-    "positionwise_ffn.gpt2_f64": Floor(1.8e-15, F64, "PositionWiseFFN vs HF GPT2MLP in float64"),
+    "positionwise_ffn.gpt2": Floor(7.5e-7, F32, "PositionWiseFFN vs HF GPT2MLP (Conv1D's addmm sums in another order)"),
+    "positionwise_ffn.gpt2_f64": Floor(1.9e-15, F64, "PositionWiseFFN vs HF GPT2MLP in float64"),
 }
 
 

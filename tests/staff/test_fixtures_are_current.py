@@ -1,7 +1,8 @@
 """The stored fixture files are what the committed generator makes, on this machine: inputs
 exactly as the seeds draw them, expected outputs recomputed from the stored inputs within
-each case's floor (make_fixtures.drift_bound), and the tolerance in each file the registry's.
-CI runs this file under ATEN_CPU_CAPABILITY=default as well (another CPU's vector paths)."""
+HEADROOM x each case's floor (make_fixtures.drift_bound), and the tolerance in each file the
+registry's. CI runs this file under ATEN_CPU_CAPABILITY=default and MKL_CBWR=COMPATIBLE as well
+(other CPUs' code paths)."""
 
 import shutil
 
