@@ -4,7 +4,9 @@ is cut into consecutive windows of EVAL_CONTEXT tokens; every token after the fi
 once, from the tokens before it in its window. The loss is the mean cross-entropy in nats per
 token; bits per byte divides the summed loss by ln 2 and by the UTF-8 bytes of the predicted
 tokens, so that runs with different vocabularies compare. One thread, float64 sums, fixed
-batches: the same number on every run, and the grader's leaderboard computes it the same way."""
+batches: the same number on every run of one process's code path. The grader's leaderboard
+computes it the same way, in another process whose kernels may round the float32 logits otherwise
+(another CPU, another vector path): the two agree within AGREEMENT, and both show SHOWN_DECIMALS."""
 
 import math
 from dataclasses import dataclass
@@ -13,6 +15,13 @@ import torch
 
 EVAL_CONTEXT = 128  # tokens per window: the default run's context_length
 MAX_LOGITS = 2**22  # logits per batch (windows x EVAL_CONTEXT x vocab_size); the grader's output limit
+# Relative difference allowed between two evaluations of one model on other code paths (the
+# grader's worker, PyTorch's generic kernels, MKL's SSE2 branch): float32 logits that differ in
+# their last bits move the mean loss by up to 2.7e-10 (tests/staff/MEASUREMENTS.md, "The
+# leaderboard across code paths"). What cs336 evaluate and the leaderboard show is rounded to
+# SHOWN_DECIMALS: a loss below 10 nats moves by at most a thousandth of one step of its last digit.
+AGREEMENT = 1e-8
+SHOWN_DECIMALS = 4
 
 
 @dataclass(frozen=True)
@@ -21,6 +30,16 @@ class Evaluation:
     bits_per_byte: float
     tokens: int  # predicted tokens
     bytes: int  # their UTF-8 bytes
+
+
+def shown(value: float) -> str:
+    """A loss as cs336 evaluate and the leaderboard show it: SHOWN_DECIMALS decimals."""
+    return f"{value:.{SHOWN_DECIMALS}f}"
+
+
+def agree(a: float, b: float) -> bool:
+    """Whether two evaluations of one model agree within AGREEMENT (relative)."""
+    return abs(a - b) <= AGREEMENT * max(abs(a), abs(b))
 
 
 def windows_per_batch(vocab_size: int, context: int = EVAL_CONTEXT) -> int:

@@ -5,7 +5,7 @@ import sys
 
 
 def run(args) -> int:
-    from cs336_basics.evaluate import EVAL_CONTEXT, evaluate_model
+    from cs336_basics.evaluate import EVAL_CONTEXT, evaluate_model, shown
     from cs336_basics.serialization import CheckpointError
     from cs336_basics.train.run_dir import load_trained
 
@@ -20,7 +20,7 @@ def run(args) -> int:
     except (ValueError, FileNotFoundError, CheckpointError) as e:
         print(f"cs336 evaluate: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
-    print(f"validation loss {result.nats_per_token:.6f} nats/token, {result.bits_per_byte:.6f} bits/byte "
+    print(f"validation loss {shown(result.nats_per_token)} nats/token, {shown(result.bits_per_byte)} bits/byte "
           f"({result.tokens:,} tokens, {result.bytes:,} bytes, context {EVAL_CONTEXT})")  # fmt: skip
     return 0
 

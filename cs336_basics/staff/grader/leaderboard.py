@@ -49,8 +49,8 @@ class Entry:
     def gradescope(self) -> list[dict] | None:
         if self.nats_per_token is None:
             return None
-        return [{"name": "validation loss (nats/token)", "value": round(self.nats_per_token, 6), "order": "asc"},
-                {"name": "bits per byte", "value": round(self.bits_per_byte, 6), "order": "asc"}]  # fmt: skip
+        return [{"name": "validation loss (nats/token)", "value": float(E.shown(self.nats_per_token)), "order": "asc"},
+                {"name": "bits per byte", "value": float(E.shown(self.bits_per_byte)), "order": "asc"}]  # fmt: skip
 
 
 def _bounded(name: str, size: int) -> None:
@@ -223,7 +223,8 @@ def _evaluate(sub: Path, base: Path, config: GradingConfig, budget_end) -> Entry
     check_causal(first, probe)
     result = E.summarise(losses, [y for _, y in parts], vocab)
     return Entry(result.nats_per_token, result.bits_per_byte,
-                 f"leaderboard: validation loss {result.nats_per_token:.4f} nats/token, {result.bits_per_byte:.4f} "
+                 f"leaderboard: validation loss {E.shown(result.nats_per_token)} nats/token, "
+                 f"{E.shown(result.bits_per_byte)} "
                  f"bits/byte ({result.tokens:,} tokens, context {E.EVAL_CONTEXT})")  # fmt: skip
 
 
