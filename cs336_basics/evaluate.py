@@ -89,12 +89,14 @@ def validation_ids(tokenizer) -> list[int]:
 
 @torch.no_grad()
 def evaluate_model(model, tokenizer, vocab_size: int) -> Evaluation:
-    """The model's loss on the validation split, one thread (restored after)."""
+    """The model's loss on the validation split, one thread (restored after), on the device of its
+    weights; the losses summed on the CPU in float64 (an MPS device has no float64)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    device = next(model.parameters()).device
     try:
         parts = batches(validation_ids(tokenizer), vocab_size)
-        losses = [token_losses(model(x), y) for x, y in parts]
+        losses = [token_losses(model(x.to(device)).cpu(), y) for x, y in parts]
     finally:
         torch.set_num_threads(threads)
     return summarise(losses, [y for _, y in parts], tokenizer.vocab)

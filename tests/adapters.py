@@ -963,7 +963,7 @@ def run_gradient_clipping_of(
     params = []
     for i, name in enumerate(sorted(grads)):
         if i < params_without_grad:
-            params.append(torch.nn.Parameter(torch.zeros(3, dtype=grads[name].dtype)))  # grad None
+            params.append(torch.nn.Parameter(torch.zeros(3, **_like(grads[name]))))  # grad None
         w = torch.nn.Parameter(torch.zeros_like(grads[name]))
         w.grad = grads[name].clone()
         params.append(w)
@@ -971,7 +971,7 @@ def run_gradient_clipping_of(
     clipped = torch.cat([w.grad.reshape(-1) for w in params if w.grad is not None])
     if not with_norm:
         return clipped
-    returned = torch.as_tensor(float("nan") if norm is None else norm, dtype=clipped.dtype).reshape(1)
+    returned = torch.as_tensor(float("nan") if norm is None else norm, **_like(clipped)).reshape(1)
     return torch.cat([clipped, returned])
 
 

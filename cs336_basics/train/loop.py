@@ -86,11 +86,12 @@ def resolve_config(config_file: str | None, overrides: dict, resume: bool) -> Tr
     return config
 
 
-def _distributed() -> tuple[int, int]:
-    """(rank, world size): torchrun's, else (0, 1)."""
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ:
-        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    return 0, 1
+def _distributed() -> tuple[int, int, bool]:
+    """(rank, world size, DistributedDataParallel or not): torchrun's, one process too (a process
+    group of one: `torchrun --nproc-per-node 1` checks DDP on one device), else (0, 1, False)."""
+    if "WORLD_SIZE" in os.environ and "RANK" in os.environ and "LOCAL_RANK" in os.environ:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), True
+    return 0, 1, False
 
 
 def train_batch_seed(seed: int, step: int) -> int:
@@ -128,7 +129,7 @@ def evaluate(model, tokens, config: TrainConfig, device, autocast) -> float:
 
 def train(config: TrainConfig, resume: bool = False) -> dict:
     """Train as `config` says (resuming from out_dir's checkpoint if asked); the last record."""
-    rank, world = _distributed()
+    rank, world, ddp = _distributed()
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} must be a multiple of the number of processes ({world})")
     device = resolve_device(config.device)
@@ -136,7 +137,7 @@ def train(config: TrainConfig, resume: bool = False) -> dict:
     if config.threads:
         torch.set_num_threads(config.threads)
     run_dir = Path(config.out_dir)
-    if world > 1 and not dist.is_initialized():
+    if ddp and not dist.is_initialized():
         # Before the group: torch.optim imports torch._dynamo, and imported after init_process_group it
         # keeps the group alive past destroy_process_group; the group's threads then outlive the
         # interpreter and can abort the exiting rank at exit.
@@ -144,10 +145,10 @@ def train(config: TrainConfig, resume: bool = False) -> dict:
 
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     try:
-        return _train(config, resume, rank, world, device, run_dir)
+        return _train(config, resume, (rank, world, ddp), device, run_dir)
     finally:
         torch.set_num_threads(threads)  # a caller in the same process (a test) gets its threads back
-        if world > 1 and dist.is_initialized():
+        if ddp and dist.is_initialized():
             dist.destroy_process_group()
 
 
@@ -254,10 +255,11 @@ def _evaluate_and_plot(
     return record
 
 
-def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run_dir: Path) -> dict:
+def _train(config: TrainConfig, resume: bool, group: tuple[int, int, bool], device, run_dir: Path) -> dict:
+    rank, world, ddp = group
     if rank == 0:
         _prepare(config, resume, run_dir)
-    if world > 1:
+    if ddp:
         dist.barrier()
     train_tokens = T.load_split(run_dir, "train", config.context_length)
     valid_tokens = T.load_split(run_dir, "valid", config.context_length)
@@ -266,7 +268,7 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
         write_atomic(run_dir / CONFIG, config.to_toml())
         M.truncate_metrics(run_dir, start)
     net = model
-    if world > 1:
+    if ddp:
         from torch.nn.parallel import DistributedDataParallel
 
         net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
@@ -290,7 +292,7 @@ def _train(config: TrainConfig, resume: bool, rank: int, world: int, device, run
         last_step = done == config.max_steps
         if done % config.log_interval == 0 or last_step:
             value = loss.detach().float()
-            if world > 1:
+            if ddp:
                 dist.all_reduce(value)
                 value /= world
             record = meter.record(done, float(value), lr, float(grad_norm))
