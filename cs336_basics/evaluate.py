@@ -17,7 +17,7 @@ EVAL_CONTEXT = 128  # tokens per window: the default run's context_length
 MAX_LOGITS = 2**22  # logits per batch (windows x EVAL_CONTEXT x vocab_size); the grader's output limit
 # Relative difference allowed between two evaluations of one model on other code paths (the
 # grader's worker, PyTorch's generic kernels, MKL's SSE2 branch): float32 logits that differ in
-# their last bits move the mean loss by up to 2.7e-10 (tests/staff/MEASUREMENTS.md, "The
+# their last bits move the mean loss by up to 2.7e-10 (measured by the course staff, "The
 # leaderboard across code paths"). What cs336 evaluate and the leaderboard show is rounded to
 # SHOWN_DECIMALS: a loss below 10 nats moves by at most a thousandth of one step of its last digit.
 AGREEMENT = 1e-8

@@ -261,6 +261,9 @@ def record(matrix: dict[str, dict], path: Path = RECORD) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 
+LOAD_HELP = "print what --save wrote; of several files, each kind from the last one that measured it"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
@@ -268,8 +271,7 @@ def main() -> None:
     which.add_argument("--ungraded", action="store_true", help="only tests/floors.py's comparisons")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--matrix", action="store_true", help="every code path of tests/staff/code_paths.py")
-    mode.add_argument("--load", type=Path, nargs="+", metavar="FILE", help="print the matrix --save wrote; of "
-                      "several (a --graded matrix measured again), each kind from the last file that has it")
+    mode.add_argument("--load", type=Path, nargs="+", metavar="FILE", help=LOAD_HELP)
     mode.add_argument("--json", type=Path, metavar="FILE", help="write this process's measurements (a matrix cell)")
     parser.add_argument("--save", type=Path, metavar="FILE", help="with --matrix: keep every cell in FILE")
     parser.add_argument("--record", action="store_true", help=f"with --matrix or --load: write {RECORD.name}")
