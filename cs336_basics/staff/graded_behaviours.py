@@ -667,6 +667,7 @@ SHARED_FILES = (
     "test_ffn_width.py",
     "test_smollm2.py",
     "test_train.py",
+    "test_gpu.py",
 )
 TOOLING_FILES = {
     "test_compare.py": "the comparison every test reports with",
@@ -746,4 +747,10 @@ SHARED_UNGRADED: dict[str, str] = {
     "runs are graded one by one",
     "test_train_ablation_lowers_the_training_loss": "a training run of minutes: the components it runs are graded "
     "one by one",
+    # the GPU tier: the grader has no GPU (every case runs on the CPU)
+    "test_gpu_fixture": "the device: the same fixtures are graded cases on the CPU",
+    "test_gpu_train_steps_lower_the_loss": "the device: the training run is the leaderboard's, not a graded case",
+    "test_gpu_evaluate_on_the_device_agrees_with_the_cpu": "the device: the leaderboard evaluates on the CPU",
+    "test_gpu_greedy_generation_on_smollm2_equals_the_cpu_tokens": "the device: generation is graded on the CPU "
+    "(generate_* cases)",
 }

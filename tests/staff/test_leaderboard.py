@@ -23,7 +23,9 @@ from cs336_basics import leaderboard as L
 from cs336_basics.cli import main
 from cs336_basics.nn.modules.transformer_lm import TransformerLM, TransformerLMConfig
 from cs336_basics.staff.grader.config import load_config
-from cs336_basics.staff.grader.leaderboard import evaluate_entry
+from cs336_basics.staff.grader.grade import GradeReport
+from cs336_basics.staff.grader.leaderboard import Entry, evaluate_entry
+from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.submit import write_submission
 from cs336_basics.train.config import TrainConfig
 from cs336_basics.train.loop import train
@@ -98,6 +100,14 @@ def test_leaderboard_grader_entry_equals_cs336_evaluate_within_agreement(run_dir
     assert all(E.agree(a, b) for a, b in pairs), (pairs, got.message)
     assert [b["value"] for b in got.gradescope()] == [float(E.shown(b)) for _, b in pairs]
     assert f"validation loss {E.shown(expected.nats_per_token)} nats/token" in got.message
+
+
+def test_leaderboard_results_json_carries_the_entry_as_shown():
+    report = GradeReport("s", [], {}, leaderboard=Entry(3.25, 1.123456789, "leaderboard: ..."))
+    board = to_gradescope(report)["leaderboard"]
+    assert [(b["name"], b["value"], b["order"]) for b in board] == [
+        ("validation loss (nats/token)", 3.25, "asc"), ("bits per byte", 1.1235, "asc")]  # fmt: skip
+    assert "leaderboard" not in to_gradescope(GradeReport("s", [], {}, leaderboard=Entry(None, None, "no entry")))
 
 
 def test_leaderboard_agreement_is_far_below_the_last_shown_decimal():
