@@ -1,0 +1,65 @@
+"""Every component of `cs336_basics.COMPONENTS` is in every registry that must know it
+(tests/staff/adding_a_component.md lists them): a component missing from one is not graded, not
+guarded or not taught, and no other test would say so."""
+
+import re
+
+import pytest
+
+from cs336_basics import COMPONENTS, REPO
+from cs336_basics.builtin_guard import BANNED
+from cs336_basics.staff.cases import CASES
+from cs336_basics.staff.grader.config import load_config
+from cs336_basics.staff.mistakes import MISTAKES
+from tests import adapters
+
+from .test_graded_behaviours import GRADED, component_files, public_tests
+
+PAGE = REPO / "tests" / "staff" / "adding_a_component.md"
+HANDOUT = (REPO / "handout" / "README.md").read_text()
+
+
+def test_adding_a_component_banned_built_ins_name_exactly_the_components():
+    # the snapshot tests guard a component by its BANNED entry: one missing would run unguarded
+    assert sorted(BANNED) == sorted(COMPONENTS)
+
+
+def test_adding_a_component_grading_toml_grades_exactly_the_components_in_their_order():
+    config = load_config()
+    assert tuple(config.components) == COMPONENTS
+    assert sorted(config.points) == sorted(COMPONENTS)
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_adding_a_component_has_public_and_hidden_cases_with_adapters(component):
+    cases = [c for c in CASES if c.component == component]
+    assert any(not c.hidden for c in cases) and any(c.hidden for c in cases), "cs336_basics/staff/cases/<area>.py"
+    assert [c.adapter for c in cases if not hasattr(adapters, c.adapter)] == [], "tests/adapters.py"
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_adding_a_component_has_a_test_file_with_its_snapshot_test(component):
+    assert component_files(component), f"tests/test_{component}.py"
+    assert f"test_{component}_matches_fixture" in public_tests(component)
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_adding_a_component_has_catalogued_mistakes_and_graded_behaviours(component):
+    assert any(m.component == component for m in MISTAKES), "cs336_basics/staff/mistakes/<area>.py"
+    assert GRADED.get(component), "cs336_basics/staff/graded_behaviours.py"
+
+
+def test_adding_a_component_handout_takes_the_components_in_order_and_specifies_each():
+    order = HANDOUT.split("## The order to take the components in")[1].split("\n## ")[0]
+    numbered = {int(n): c for n, c in re.findall(r"(?:^|, )(\d+)\. `(\w+)`", order, re.M)}
+    assert [numbered[i] for i in sorted(numbered)] == list(COMPONENTS), "handout/README.md's order"
+    sections = re.findall(r"^### (\w+)$", HANDOUT, re.M)
+    assert [s for s in sections if s in COMPONENTS] == list(COMPONENTS), "handout/README.md's ### sections"
+
+
+def test_adding_a_component_page_names_every_file_these_tests_check():
+    page = PAGE.read_text()
+    named = ["cs336_basics/__init__.py", "cs336_basics/builtin_guard.py", "cs336_basics/staff/grading.toml",
+             "cs336_basics/staff/cases/", "tests/adapters.py", "tests/test_<component>.py",
+             "cs336_basics/staff/mistakes/", "cs336_basics/staff/graded_behaviours.py", "handout/README.md"]  # fmt: skip
+    assert [n for n in named if f"`{n}" not in page] == []
