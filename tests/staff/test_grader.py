@@ -927,7 +927,7 @@ def test_grader_home_mounts_of_a_killed_grader_are_detached_at_the_next_start(tm
     home.mkdir()
     code = (
         f"import os, signal; from pathlib import Path; from cs336_basics.staff.grader import sandbox, config\n"
-        f"assert sandbox.mount_home(Path({str(home)!r}), 12345, config.Limits())\n"
+        f"assert sandbox.mount_home(Path({str(home)!r}), 12345, config.load_config().limits)\n"
         f"os.kill(os.getpid(), signal.SIGKILL)"
     )
     subprocess.run([sys.executable, "-c", code], check=False)

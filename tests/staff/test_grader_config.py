@@ -1,9 +1,13 @@
 """grading.toml as the grader reads it (cs336_basics/staff/grader/config.py): a component's CPU
-limit of its own, and every other component's the shared one."""
+limit of its own, and every other component's the shared one; every limit written there alone,
+a course's own config taking those it does not set from it."""
+
+from dataclasses import MISSING, fields, replace
 
 import pytest
 
-from cs336_basics.staff.grader.config import load_config
+from cs336_basics.staff.grader import config as config_module
+from cs336_basics.staff.grader.config import DEFAULT_CONFIG, Limits, load_config
 
 
 def test_grader_config_component_cpu_limit_of_its_own(tmp_path):
@@ -17,4 +21,26 @@ def test_grader_config_unknown_limit_is_named(tmp_path):
     path = tmp_path / "grading.toml"
     path.write_text("[points]\na = 1\n[limits]\ncpu_s = 7\n")
     with pytest.raises(ValueError, match="unknown limits \\['cpu_s'\\]"):
+        load_config(path)
+
+
+def test_grader_config_limits_are_written_in_grading_toml_alone():
+    # no default in the code: a limit is one line of grading.toml, with the measurement behind it
+    defaults = [f.name for f in fields(Limits) if f.default is not MISSING and f.name != "cpu_s_for"]
+    assert defaults == []
+
+
+def test_grader_config_a_course_s_config_takes_the_limits_it_does_not_set_from_grading_toml(tmp_path):
+    path = tmp_path / "grading.toml"
+    path.write_text("[points]\na = 1\n[limits]\nmemory_mb = 5000\n")
+    limits, shipped = load_config(path).limits, load_config().limits
+    assert limits == replace(shipped, memory_mb=5000)
+
+
+def test_grader_config_grading_toml_without_a_limit_names_it(tmp_path, monkeypatch):
+    shipped = DEFAULT_CONFIG.read_text()
+    path = tmp_path / "grading.toml"
+    path.write_text(shipped.replace("\nopen_files = ", "\n# open_files = "))
+    monkeypatch.setattr(config_module, "DEFAULT_CONFIG", path)
+    with pytest.raises(ValueError, match="lacks \\['open_files'\\]"):
         load_config(path)

@@ -80,7 +80,7 @@ def _probe(spec, log: Path) -> None:
 def missing() -> dict[str, str]:
     """{mechanism: why it is unavailable} for each of MECHANISMS this machine lacks."""
     from cs336_basics.staff.grader import cgroup, sandbox
-    from cs336_basics.staff.grader.config import Limits
+    from cs336_basics.staff.grader.config import load_config
 
     if not sandbox.is_root():
         return {m: "needs root" for m in MECHANISMS}
@@ -95,7 +95,7 @@ def missing() -> dict[str, str]:
         (scratch / "sandbox").mkdir(mode=0o755)
         (scratch / "new-root").mkdir(mode=0o755)
         # the address space a worker gets is no mechanism: the probe is a fork of a grader that may hold more
-        limits = dataclasses.replace(Limits(), memory_mb=1 << 20)
+        limits = dataclasses.replace(load_config().limits, memory_mb=1 << 20)
         spec = sandbox.plan(scratch / "sandbox", scratch / "sandbox", scratch / "new-root", limits)
         spec = dataclasses.replace(spec, home=str(scratch / "sandbox" / "home"), cgroup=group)
         sandbox.make_home(Path(spec.home), spec)

@@ -348,7 +348,7 @@ def _set_limits(limits: Limits, cpu_seconds: int) -> None:
     _limit(resource.RLIMIT_AS, limits.memory_mb * mb)
     _limit(resource.RLIMIT_FSIZE, limits.file_mb * mb)
     _limit(resource.RLIMIT_CORE, 0)
-    _limit(resource.RLIMIT_NOFILE, 256)
+    _limit(resource.RLIMIT_NOFILE, limits.open_files)
     _limit(resource.RLIMIT_CPU, cpu_seconds)
 
 
