@@ -50,6 +50,15 @@ def param_bytes(model) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
+def story_prompts(reader, tokenizer, batch: int) -> list[list[int]]:
+    """`batch` chat prompts asking for a story about TOPICS in turn, of different lengths."""
+
+    def chat(topic):
+        return apply_chat_template(reader, [{"role": "user", "content": f"Tell a story about {topic}."}])
+
+    return [tokenizer.encode(chat(TOPICS[i % len(TOPICS)]) + " " * (i // len(TOPICS))).ids for i in range(batch)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--new-tokens", type=int, default=64)
@@ -75,14 +84,7 @@ def main() -> None:
         run_hf = lambda: theirs.generate(x, max_new_tokens=n, min_new_tokens=n, do_sample=False)  # noqa: E731
         t_gen_ours, t_gen_hf = paired(run_ours, run_hf, args.repeats)
         if args.batch:
-
-            def chat(topic):
-                return apply_chat_template(reader, [{"role": "user", "content": f"Tell a story about {topic}."}])
-
-            prompts = [
-                tokenizer.encode(chat(TOPICS[i % len(TOPICS)]) + " " * (i // len(TOPICS))).ids
-                for i in range(args.batch)
-            ]
+            prompts = story_prompts(reader, tokenizer, args.batch)
             t_batch = min(timed(lambda: generate_batch(ours, prompts, n)) for _ in range(args.repeats))
     a, b = run_ours(), run_hf()[0, len(ids) :].tolist()
     stop = a.index(2) if 2 in a else len(a)  # min_new_tokens makes transformers skip <|im_end|>; ours runs on

@@ -35,7 +35,7 @@ def run_similarity(submissions: Path, out: Path) -> dict:
 def separation() -> None:
     """The scores of each kind of copy and of each independent pair in copies.py's small set."""
     from cs336_basics.staff import copies
-    from cs336_basics.staff.similarity import compare, given_code, written_code
+    from cs336_basics.staff.grader.similarity import compare, given_code, written_code
 
     with tempfile.TemporaryDirectory() as d:
         written = {

@@ -1,8 +1,15 @@
 """`cs336 account (--shape NAME | --config FILE_OR_RUN_DIR) [options]`: parameters, forward FLOPs
 by matrix multiply, training FLOPs per token, AdamW memory (a batch + b), the largest batch for a
-memory budget and the days to train at a stated MFU and peak (cs336_basics/accounting)."""
+memory budget and the days to train at a stated MFU and peak (cs336_basics/accounting). Here, not
+in accounting/: it reads a training configuration, and training imports the accounting (MFU)."""
 
+import dataclasses
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the command line starts without torch
+    from cs336_basics.nn.modules.transformer_lm import TransformerLMConfig
 
 
 def add_command(commands) -> None:
@@ -26,7 +33,7 @@ def add_command(commands) -> None:
 
 def run(args) -> int:
     from cs336_basics.accounting.report import Budget, report
-    from cs336_basics.accounting.shapes import named_shape, train_config
+    from cs336_basics.accounting.shapes import named_shape
 
     try:
         for name in ("batch_size", "bytes_per_element", "context_length"):
@@ -47,3 +54,15 @@ def run(args) -> int:
         print(f"cs336 account: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def train_config(path: str | Path, context_length: int | None = None) -> "TransformerLMConfig":
+    """The model of a `cs336 train` TOML file, or of a run directory's config.toml."""
+    from cs336_basics.train.config import load_config
+
+    path = Path(path)
+    file = path / "config.toml" if path.is_dir() else path
+    if not file.is_file():
+        raise FileNotFoundError(f"--config {str(path)!r}: no TOML file or run directory (with config.toml) there")
+    config = load_config(file).model_config()
+    return dataclasses.replace(config, context_length=context_length) if context_length else config

@@ -5,8 +5,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from cs336_basics import evaluate_cli, status, submit
-from cs336_basics.accounting import cli as account_cli
+from cs336_basics import account_cli, evaluate_cli, status, submit
 from cs336_basics.generation import generate_cli
 from cs336_basics.tokenizer_stats import cli as tokenizer_stats_cli
 from cs336_basics.train import cli as train_cli

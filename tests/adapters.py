@@ -1270,6 +1270,15 @@ CHECKPOINT_CHECKS = (
 )
 
 
+def _raises(call) -> bool:
+    """Whether call() raises: any error is a refusal."""
+    try:
+        call()
+    except Exception:  # noqa: BLE001 -- any error refuses it
+        return True
+    return False
+
+
 def run_checkpoint_checks(weights: dict[str, Tensor], scale: Tensor, steps: int) -> Int[Tensor, " 7"]:
     """Beyond CS336: `steps` momentum_optimizer steps (two param groups, the first's lr changed as
     a schedule would) on a model with a buffer, run_save_checkpoint to a file object,
@@ -1317,11 +1326,7 @@ def run_checkpoint_checks(weights: dict[str, Tensor], scale: Tensor, steps: int)
     )
     other, other_optimizer = pair(zeros, torch.zeros_like(scale), extra=True)
     out.seek(0)
-    try:
-        run_load_checkpoint(out, other, other_optimizer)
-        refused = False
-    except Exception:  # noqa: BLE001 -- any error refuses it
-        refused = True
+    refused = _raises(lambda: run_load_checkpoint(out, other, other_optimizer))
     checks = [
         type(iteration) is int and iteration == steps,
         all(torch.equal(a, b) for a, b in zip(model.parameters(), fresh.parameters(), strict=True)),

@@ -34,7 +34,7 @@ def tokenizer_from_gguf(reader) -> Tokenizer:
 
 def apply_chat_template(reader, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
     """The file's chat template rendered for `messages` (SmolLM2: ChatML)."""
-    from cs336_basics.generation.chat_template import render_chat_template
+    from cs336_basics.checkpoints.chat_template import render_chat_template
 
     template = field(reader, "tokenizer.chat_template")
     if template is None:

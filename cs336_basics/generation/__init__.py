@@ -1,3 +1,3 @@
 """Generation: decoding from a trained model (generate.py), the sampling rules it draws with
-(sampling.py), chat prompts (chat_template.py), tensor-parallel decoding (generate_parallel.py)
+(sampling.py), tensor-parallel decoding (generate_parallel.py)
 and `cs336 generate` (generate_cli.py)."""

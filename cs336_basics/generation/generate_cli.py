@@ -51,8 +51,8 @@ def load(args):
         model, tokenizer = load_trained(args.checkpoint)
         return model, tokenizer, tokenizer.encode(args.prompt), [tokenizer.id_of[EOT.encode("utf-8")]]
     if args.hf_dir:
+        from cs336_basics.checkpoints.chat_template import render_chat_template
         from cs336_basics.checkpoints.hf import load_hf_dir
-        from cs336_basics.generation.chat_template import render_chat_template
 
         model, tokenizer, template, eos = load_hf_dir(args.hf_dir)
         if tokenizer is None:

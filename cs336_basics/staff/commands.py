@@ -45,7 +45,7 @@ def add_commands(commands) -> None:
 
     grader_cli.add_commands(commands)
 
-    from cs336_basics.staff import similarity_cli
+    from cs336_basics.staff.grader import similarity_cli
 
     similarity_cli.add_command(commands)
 

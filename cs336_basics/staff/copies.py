@@ -21,8 +21,8 @@ import zipfile
 from pathlib import Path
 
 from cs336_basics import REPO
+from cs336_basics.staff.grader.similarity import given_code
 from cs336_basics.staff.handout import BEGIN, END, all_solution_regions
-from cs336_basics.staff.similarity import given_code
 
 # functional.py's kernels with an accepted variant in the mistake catalogue (mistakes/variants.py)
 INDEPENDENT_KERNELS = (

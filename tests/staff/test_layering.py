@@ -1,6 +1,7 @@
 """The package's layers: the model (cs336_basics/nn/: kernels, modules, state-dict names, tensor
 parallelism) imports nothing above it; reading checkpoint files, generation and the CLIs import it.
-No module imports back into a module that imports it, and no function runs past one screen."""
+No module imports back into a module that imports it, no folder into a folder that imports it, and
+no function runs past one screen."""
 
 import ast
 from pathlib import Path
@@ -128,10 +129,36 @@ def test_layering_no_import_circle():
     assert _cycles(_import_graph()) == []
 
 
+def _room(name: str, path: Path) -> str:
+    """The folder a module lives in; a loose module of the package's or staff's top is a room of its own."""
+    folder = path.parent.relative_to(REPO).as_posix()
+    loose = folder in ("cs336_basics", "cs336_basics/staff") and path.name != "__init__.py"
+    return name if loose else folder
+
+
+def _room_graph() -> dict[str, set[str]]:
+    """room -> the rooms its modules import, without its own sub-folders (a folder uses what it holds)."""
+    modules, graph = _modules(), {}
+    for name, imported in _import_graph().items():
+        room = _room(name, modules[name])
+        others = {_room(m, modules[m]) for m in imported}
+        graph.setdefault(room, set()).update(r for r in others if r != room and not r.startswith(room + "/"))
+    for targets in list(graph.values()):
+        for r in targets:
+            graph.setdefault(r, set())
+    return graph
+
+
+def test_layering_no_import_circle_between_folders():
+    """Folders layer too: no folder imports, through any of its modules, a folder that imports it."""
+    assert _cycles(_room_graph()) == []
+
+
 def test_layering_no_function_longer_than_one_screen():
-    """A function a reader can hold in their head: at most MAX_FUNCTION_LINES lines, docstring included."""
+    """A function a reader can hold in their head: at most MAX_FUNCTION_LINES lines, docstring
+    included, in the package, its tests and its benchmarks."""
     long = []
-    for path in PACKAGE.rglob("*.py"):
+    for path in [p for d in (PACKAGE, REPO / "tests", REPO / "benchmarks") for p in d.rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1

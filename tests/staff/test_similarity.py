@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from cs336_basics.staff import copies
-from cs336_basics.staff.similarity import THRESHOLD, compare, given_code, similarity_report, written_code
+from cs336_basics.staff.grader.similarity import THRESHOLD, compare, given_code, similarity_report, written_code
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_similarity_refuses_a_threshold_outside_0_1(small_set, tmp_path):
 def test_similarity_columns_in_the_gradebook(tmp_path):
     from cs336_basics.staff.grader.grade import GradeReport
     from cs336_basics.staff.grader.gradebook import write_gradebook
-    from cs336_basics.staff.similarity import Closest
+    from cs336_basics.staff.grader.similarity import Closest
 
     reports = [GradeReport(name, [], {"linear": 1}) for name in ("alice", "bob", "carol")]
     closest = {"alice": Closest(0.97, "=bob"), "bob": Closest(0.97, "alice")}

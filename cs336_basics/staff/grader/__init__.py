@@ -1,4 +1,4 @@
-"""The grader (staff only): `cs336 grade`, `cs336 grade-all`, `cs336 autograder`.
+"""The grader (staff only): `cs336 grade`, `cs336 grade-all`, `cs336 autograder`, `cs336 similarity`.
 
 cli.py           the subcommands
 config.py        grading.toml: points per component, limits
@@ -22,5 +22,6 @@ report.py        Gradescope results.json and the console table
 gradebook.py     grade a directory of submissions in parallel; CSV gradebook
 leaderboard.py   the leaderboard entry evaluated in the sandbox (nats/token, bits/byte)
 spreadsheet.py   a gradebook cell a spreadsheet shows as text, never runs as a formula
+similarity.py    how alike submissions are (`cs336 similarity`, grade-all --similarity); similarity_cli.py
 autograder.py    the Gradescope bundle (setup.sh, run_autograder)
 """

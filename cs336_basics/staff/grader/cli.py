@@ -85,7 +85,7 @@ def _grade_all(args) -> int:
 
     closest = None
     if args.similarity:  # before grading: reads the submissions only, and a bad option fails early
-        from cs336_basics.staff.similarity import similarity_report
+        from cs336_basics.staff.grader.similarity import similarity_report
 
         found = similarity_report(Path(args.directory), Path(args.out), args.against, args.threshold, args.top)
         closest = found.closest
@@ -146,7 +146,7 @@ def add_commands(commands) -> None:
         action="store_true",
         help="also compare the submissions pairwise (cs336 similarity; the gradebook gains each one's closest match)",
     )
-    from cs336_basics.staff.similarity_cli import add_options
+    from cs336_basics.staff.grader.similarity_cli import add_options
 
     add_options(p, "--similarity-out")
     p.set_defaults(run=_grade_all)

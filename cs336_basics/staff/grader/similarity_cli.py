@@ -7,7 +7,7 @@ from pathlib import Path
 def add_options(parser, out_flag: str = "--out") -> None:
     """The options `cs336 similarity` and `cs336 grade-all --similarity` share (the report folder's
     flag named out_flag; its value is args.out)."""
-    from cs336_basics.staff import similarity
+    from cs336_basics.staff.grader import similarity
 
     parser.add_argument(
         "--against", metavar="DIR", help="earlier cohorts' submissions or public solutions to compare with"
@@ -30,7 +30,7 @@ def add_options(parser, out_flag: str = "--out") -> None:
 
 
 def _run(args) -> int:
-    from cs336_basics.staff.similarity import similarity_report
+    from cs336_basics.staff.grader.similarity import similarity_report
 
     similarity_report(Path(args.directory), Path(args.out), args.against, args.threshold, args.top)
     return 0

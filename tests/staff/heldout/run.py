@@ -233,7 +233,7 @@ def check_bank(repo: Path, mistakes: list[Mistake]) -> int:
     return problems
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "repo", nargs="?", default=str(HERE.parents[2]), help="repository to measure (default: this one)"
@@ -247,7 +247,11 @@ def main(argv=None) -> int:
     parser.add_argument("--force", action="store_true", help="re-measure mistakes already in the results")
     parser.add_argument("--timeout", type=float, default=1800.0, help="wall seconds per pytest or grade run")
     parser.add_argument("--workdir", default=None, help="where the scratch copies go (default: the temp dir)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     repo = Path(args.repo).resolve()
     mistakes = selected(load_bank(Path(args.bank)), args.only)
     if check_bank(repo, mistakes) or args.check:
