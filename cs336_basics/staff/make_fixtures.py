@@ -6,7 +6,7 @@ The stored inputs are the source of truth. They are drawn from the case's seed o
 file is missing or on `--redraw`; otherwise the expected output is recomputed from the stored
 inputs. So a machine whose float64 `exp` or summation order differs in the last bit never
 rewrites an input, and rewrites an expected output only if it moved by more than HEADROOM x the
-case's floor (see README, "Fixtures").
+case's floor (see docs/fixtures.md).
 """
 
 import functools

@@ -1,5 +1,5 @@
 """Every component of `cs336_basics.COMPONENTS` is in every registry that must know it
-(tests/staff/adding_a_component.md lists them): a component missing from one is not graded, not
+(docs/adding-a-component.md lists them): a component missing from one is not graded, not
 guarded or not taught, and no other test would say so."""
 
 import re
@@ -15,7 +15,7 @@ from tests import adapters
 
 from .test_graded_behaviours import GRADED, component_files, public_tests
 
-PAGE = REPO / "tests" / "staff" / "adding_a_component.md"
+PAGE = REPO / "docs" / "adding-a-component.md"
 HANDOUT = (REPO / "handout" / "README.md").read_text()
 
 

@@ -1,4 +1,4 @@
-"""The READMEs say what the code knows: every number or list in them that the code can compute
+"""The READMEs and docs/ say what the code knows: every number or list in them that the code can compute
 (points, counts, the files students write, the commands a shipped file names, the paths in a
 Layout block, the hostile samples) is checked here against the code, so a doc cannot go stale
 in silence. Each failure says what to write instead."""
@@ -19,6 +19,8 @@ from cs336_basics.staff.mistakes import MISTAKES
 README = REPO / "README.md"
 HANDOUT_README = REPO / "handout" / "README.md"
 STAFF_README = REPO / "tests" / "staff" / "README.md"
+DOCS = sorted((REPO / "docs").glob("*.md"))  # the staff's pages the README links
+STAFF_DOCS = [README, STAFF_README, *DOCS]
 HOSTILE = REPO / "tests" / "staff" / "hostile"
 
 
@@ -43,7 +45,7 @@ def _section(text: str, heading: str) -> str:
 
 def test_docs_full_marks_are_the_points_total():
     total = _points()
-    for doc in (README, HANDOUT_README, STAFF_README):
+    for doc in (HANDOUT_README, *STAFF_DOCS):
         scores = {int(a) for a, b in re.findall(r"\b(\d+)/(\d+)\b", doc.read_text()) if a == b and int(a) >= 100}
         assert scores <= {total}, (
             f"{doc.relative_to(REPO)} gives full marks as {sorted(scores)}; grading.toml totals {total}"
@@ -51,7 +53,7 @@ def test_docs_full_marks_are_the_points_total():
 
 
 def test_docs_state_the_number_of_components():
-    for doc in (README, HANDOUT_README):
+    for doc in (HANDOUT_README, README, *DOCS):
         counts = {int(n) for n in re.findall(r"\b(\d+) (?:graded )?components\b", doc.read_text())}
         assert counts <= {len(COMPONENTS)}, (
             f"{doc.relative_to(REPO)} counts {sorted(counts)} components, not {len(COMPONENTS)}"
@@ -105,7 +107,7 @@ def test_docs_name_only_commands_that_exist(staff):
     """Every `cs336 X` in a shipped file is a command of the handout's CLI; in a staff file, of the staff's."""
     commands = _commands(staff)
     if staff:
-        files = [README, STAFF_README, *REPO.glob("cs336_basics/staff/**/*.py")]
+        files = [*STAFF_DOCS, *REPO.glob("cs336_basics/staff/**/*.py")]
     else:
         files = [HANDOUT_README, *(REPO / p for p in H.shipped_files(REPO) if p.suffix in (".py", ".md"))]
     wrong = {
@@ -117,7 +119,9 @@ def test_docs_name_only_commands_that_exist(staff):
     assert not wrong, f"commands that `cs336 --help` does not offer here: {sorted(wrong)}"
 
 
-@pytest.mark.parametrize("doc", [README, HANDOUT_README], ids=["readme", "handout_readme"])
+@pytest.mark.parametrize(
+    "doc", [README, HANDOUT_README, REPO / "docs" / "layout.md"], ids=["readme", "handout_readme", "layout"]
+)
 def test_docs_layout_block_names_paths_that_exist(doc):
     block = re.search(r"## Layout\n+```\n(.*?)```", doc.read_text(), re.S)[1]
     root = REPO
@@ -129,3 +133,14 @@ def test_docs_layout_block_names_paths_that_exist(doc):
             if path and not any(root.glob(path.rstrip("/"))):
                 missing.append(path)
     assert not missing, f"{doc.relative_to(REPO)}'s Layout names paths that do not exist: {missing}"
+
+
+def test_docs_staff_readme_is_read_in_five_minutes():
+    # what it is, the commands, the layout by folder and links: the rest is in docs/
+    lines = len(README.read_text().splitlines())
+    assert lines <= 120, f"README.md has {lines} lines: move what is not an overview into docs/"
+
+
+def test_docs_readme_links_every_staff_page():
+    readme = README.read_text()
+    assert [d.name for d in DOCS if f"](docs/{d.name})" not in readme] == []

@@ -28,7 +28,7 @@ from cs336_basics.staff.grader.sandbox import MECHANISMS
 
 LEVELS = ("none", "container", "full")  # weakest first
 REQUIRES = {"none": (), "container": ("user switch", "seccomp"), "full": MECHANISMS}
-# What each mechanism keeps, and what replaces it where it is missing (README: residual risks).
+# What each mechanism keeps, and what replaces it where it is missing (docs/grader.md: residual risks).
 KEEPS = {
     "user switch": "a user id of its own per worker (staff files closed to it by their permissions; kill by user id; RLIMIT_NPROC)",
     "seccomp": "no_new_privs + seccomp (no AF_INET outside the network components, no System V IPC or POSIX queues, no io_uring)",

@@ -37,7 +37,7 @@ from cs336_basics.staff.grader.sanitize import clean, decode, hide_paths
 from cs336_basics.staff.grader.worker import WorkerJob, main, worker_batch
 
 POLL_S = 0.02
-# Measured: the smallest container memory in which the reference scores full marks (README, Gradescope).
+# Measured: the smallest container memory in which the reference scores full marks (docs/grader.md, Gradescope).
 MIN_CONTAINER_MB = 768
 CONTAINER_SLACK_MB = 64  # the container's memory a worker's group leaves to the grader, at least
 _CONTEXT = multiprocessing.get_context("forkserver")
