@@ -7,6 +7,7 @@ grade.py         grade one submission: prepare, run, compare (in the grader), sc
 fixtures.py      fixtures read in the grader's process, and the flag that it has read expected values
 submission.py    find and copy the submission's package; safe zip extraction
 fresh.py         public cases drawn anew, with a seed the student never sees
+single_process.py  what each tensor-parallel adapter computes, in one process (fresh draws)
 static_check.py  the lines of a submission's source flagged for staff review
 vendored.py      functions of a submission copied from a library's source, for staff review
 preflight.py     the isolation level this machine allows, probed before grading
@@ -22,6 +23,7 @@ report.py        Gradescope results.json and the console table
 gradebook.py     grade a directory of submissions in parallel; CSV gradebook
 leaderboard.py   the leaderboard entry evaluated in the sandbox (nats/token, bits/byte)
 spreadsheet.py   a gradebook cell a spreadsheet shows as text, never runs as a formula
-similarity.py    how alike submissions are (`cs336 similarity`, grade-all --similarity); similarity_cli.py
+similarity.py    how alike submissions are (grade-all --similarity)
+similarity_cli.py  `cs336 similarity`
 autograder.py    the Gradescope bundle (setup.sh, run_autograder)
 """

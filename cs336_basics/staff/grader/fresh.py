@@ -17,37 +17,26 @@ import torch
 
 from cs336_basics.fixture_io import Fixture
 from cs336_basics.staff.cases import BY_NAME
+from cs336_basics.staff.grader import single_process
 from cs336_basics.staff.reference import adapters, expected_output, map_tensors
 from cs336_basics.testing import compare
 
 ATTEMPTS = 4
 
 
-def _linear(kw: dict) -> tuple[str, dict]:
-    return "run_linear", {k: kw[k] for k in ("d_in", "d_out", "weights", "in_features")}
-
-
-# The tensor-parallel adapters start process groups, which the grader does not do in its own
-# (multi-threaded) process. What they compute is a single-process computation split over ranks
-# (the gathered output of a column- or row-parallel linear is the linear's; the split FFN is
-# the FFN; the attention split by head is the attention, the model the model): their expected outputs and the reference's own check come from that computation.
-SINGLE_PROCESS = {
-    "run_column_parallel_linear": _linear,
-    "run_row_parallel_linear": _linear,
-    "run_parallel_swiglu": lambda kw: ("run_swiglu", {k: v for k, v in kw.items() if k != "world_size"}),
-    "run_parallel_attention": lambda kw: (
-        "run_multihead_self_attention_with_rope",
-        {k: v for k, v in kw.items() if k != "world_size"},
-    ),
-    "run_parallel_transformer_lm": lambda kw: (
-        "run_transformer_lm",
-        {k: v for k, v in kw.items() if k != "world_size"},
-    ),
-}
-
-
-def _single_process(adapter: str, inputs: dict) -> tuple[str, dict]:
-    return SINGLE_PROCESS[adapter](inputs) if adapter in SINGLE_PROCESS else (adapter, inputs)
+def _reference(adapter: str, args: dict, stored: Fixture, float64: bool) -> torch.Tensor:
+    """The reference's output of the case on `args`, upcast to float64 (the truth) or in the case's
+    dtype (its own check), computed in this process (single_process: no process group here)."""
+    if adapter in single_process.COLLECTIVES:  # counts of the module's collectives, not of the values
+        return stored.expected if float64 else stored.expected.to(stored.out_dtype)
+    if adapter in single_process.BACKWARD:
+        upcast = map_tensors(args, lambda t: t.double() if t.is_floating_point() else t) if float64 else args
+        return single_process.gradients(adapter, upcast).detach()
+    adapter, args = single_process.FORWARD[adapter](args) if adapter in single_process.FORWARD else (adapter, args)
+    if float64:
+        return expected_output(adapter, args)
+    with torch.no_grad():
+        return getattr(adapters(), adapter)(**args)
 
 
 def _draw(name: str, seed: int) -> dict:
@@ -66,12 +55,10 @@ def fresh_fixture(stored: Fixture, seed: int) -> Fixture | None:
     """A fixture like `stored` on inputs drawn from `seed`; None if the reference misses it, or if
     zeros pass it where they fail `stored`."""
     inputs = _draw(stored.name, seed)
-    adapter, args = _single_process(stored.adapter, inputs)
-    expected = expected_output(adapter, args)
+    expected = _reference(stored.adapter, inputs, stored, float64=True)
     if _passes_zeros(expected, stored) and not _passes_zeros(stored.expected, stored):
         return None
-    with torch.no_grad():
-        ours = getattr(adapters(), adapter)(**args)
+    ours = _reference(stored.adapter, inputs, stored, float64=False)
     if not compare(ours, expected, stored.tol, out_dtype=stored.out_dtype).ok:
         return None
     return Fixture(stored.name, stored.component, stored.adapter, inputs, expected, stored.out_dtype, stored.tol)
