@@ -17,22 +17,21 @@ from cs336_basics.nn.modules.attention import MultiHeadSelfAttention
 from cs336_basics.nn.modules.linear import Linear
 from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
 from cs336_basics.nn.modules.swiglu import SwiGLUFFN
+from cs336_basics.staff.reference import adapters
 
 
 def _without_world(kw: dict) -> dict:
     return {k: v for k, v in kw.items() if k != "world_size"}
 
 
+def _linear_args(kw: dict) -> tuple[str, dict]:
+    return "run_linear", {k: kw[k] for k in ("d_in", "d_out", "weights", "in_features")}
+
+
 # adapter -> (the single-process adapter, its arguments)
 FORWARD = {
-    "run_column_parallel_linear": lambda kw: (
-        "run_linear",
-        {k: kw[k] for k in ("d_in", "d_out", "weights", "in_features")},
-    ),
-    "run_row_parallel_linear": lambda kw: (
-        "run_linear",
-        {k: kw[k] for k in ("d_in", "d_out", "weights", "in_features")},
-    ),
+    "run_column_parallel_linear": _linear_args,
+    "run_row_parallel_linear": _linear_args,
     "run_parallel_swiglu": lambda kw: ("run_swiglu", _without_world(kw)),
     "run_parallel_attention": lambda kw: ("run_multihead_self_attention_with_rope", _without_world(kw)),
     "run_parallel_transformer_lm": lambda kw: ("run_transformer_lm", _without_world(kw)),
@@ -49,17 +48,12 @@ def _swiglu(kw: dict, dtype: torch.dtype) -> tuple[torch.nn.Module, dict]:
 
 
 def _attention(kw: dict, dtype: torch.dtype) -> tuple[torch.nn.Module, dict]:
-    d_k = kw["d_model"] // kw["num_heads"]
-    rope = RotaryPositionalEmbedding(kw["theta"], d_k, kw["max_seq_len"])
-    kv_heads = max(1, kw["k_proj_weight"].shape[0] // d_k)
-    module = MultiHeadSelfAttention(kw["d_model"], kw["num_heads"], kv_heads, rope=rope, dtype=dtype)
-    names = {
-        "q_proj": "q_proj_weight",
-        "k_proj": "k_proj_weight",
-        "v_proj": "v_proj_weight",
-        "output_proj": "o_proj_weight",
-    }
-    return module, {f"{m}.weight": kw[arg] for m, arg in names.items()}
+    """MultiHeadSelfAttention with RoPE, its key/value heads and state dict as the adapters make them."""
+    a, d_model, heads = adapters(), kw["d_model"], kw["num_heads"]
+    rope = RotaryPositionalEmbedding(kw["theta"], d_model // heads, kw["max_seq_len"])
+    kv_heads = a._kv_heads(heads, d_model, kw["k_proj_weight"])
+    module = MultiHeadSelfAttention(d_model, heads, kv_heads, rope=rope, dtype=dtype)
+    return module, a._attn_weights(*(kw[f"{p}_proj_weight"] for p in "qkvo"))
 
 
 # adapter -> the unsplit module and its state dict, from the adapter's arguments
