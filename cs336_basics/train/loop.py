@@ -86,12 +86,21 @@ def resolve_config(config_file: str | None, overrides: dict, resume: bool) -> Tr
     return config
 
 
-def _distributed() -> tuple[int, int, bool]:
-    """(rank, world size, DistributedDataParallel or not): torchrun's, one process too (a process
-    group of one: `torchrun --nproc-per-node 1` checks DDP on one device), else (0, 1, False)."""
+@dataclass(frozen=True)
+class Processes:
+    """This process's place among the training processes: torchrun's rank and world size, and
+    whether it trains under DistributedDataParallel (torchrun's one process too: `torchrun
+    --nproc-per-node 1` checks DDP on one device); else rank 0 of 1, no DDP."""
+
+    rank: int = 0
+    world: int = 1
+    ddp: bool = False
+
+
+def _distributed() -> Processes:
     if "WORLD_SIZE" in os.environ and "RANK" in os.environ and "LOCAL_RANK" in os.environ:
-        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), True
-    return 0, 1, False
+        return Processes(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), ddp=True)
+    return Processes()
 
 
 def train_batch_seed(seed: int, step: int) -> int:
@@ -129,15 +138,17 @@ def evaluate(model, tokens, config: TrainConfig, device, autocast) -> float:
 
 def train(config: TrainConfig, resume: bool = False) -> dict:
     """Train as `config` says (resuming from out_dir's checkpoint if asked); the last record."""
-    rank, world, ddp = _distributed()
-    if config.batch_size % world:
-        raise ValueError(f"batch_size={config.batch_size} must be a multiple of the number of processes ({world})")
+    procs = _distributed()
+    if config.batch_size % procs.world:
+        raise ValueError(
+            f"batch_size={config.batch_size} must be a multiple of the number of processes ({procs.world})"
+        )
     device = resolve_device(config.device)
     threads = torch.get_num_threads()
     if config.threads:
         torch.set_num_threads(config.threads)
     run_dir = Path(config.out_dir)
-    if ddp and not dist.is_initialized():
+    if procs.ddp and not dist.is_initialized():
         # Before the group: torch.optim imports torch._dynamo, and imported after init_process_group it
         # keeps the group alive past destroy_process_group; the group's threads then outlive the
         # interpreter and can abort the exiting rank at exit.
@@ -145,10 +156,10 @@ def train(config: TrainConfig, resume: bool = False) -> dict:
 
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     try:
-        return _train(config, resume, (rank, world, ddp), device, run_dir)
+        return _train(config, resume, procs, device, run_dir)
     finally:
         torch.set_num_threads(threads)  # a caller in the same process (a test) gets its threads back
-        if ddp and dist.is_initialized():
+        if procs.ddp and dist.is_initialized():
             dist.destroy_process_group()
 
 
@@ -255,8 +266,8 @@ def _evaluate_and_plot(
     return record
 
 
-def _train(config: TrainConfig, resume: bool, group: tuple[int, int, bool], device, run_dir: Path) -> dict:
-    rank, world, ddp = group
+def _train(config: TrainConfig, resume: bool, procs: Processes, device, run_dir: Path) -> dict:
+    rank, world, ddp = procs.rank, procs.world, procs.ddp
     if rank == 0:
         _prepare(config, resume, run_dir)
     if ddp:
