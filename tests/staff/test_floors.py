@@ -14,7 +14,7 @@ import torch
 
 from cs336_basics.staff.cases import CASES, HEADROOM
 from tests.floors import FLOORS, MaxErrors
-from tests.staff.measure_floors import MEASURED_BY, RECORD, graded_floor, measure_graded, measure_ungraded
+from tests.staff.measure_floors import MEASURED_BY, RECORD, declared, graded_floor, measure_graded, measure_ungraded
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -43,8 +43,7 @@ def test_floors_every_declared_floor_covers_the_recorded_matrix_maximum():
     """The matrix of code paths (measure_floors --matrix --record) measured every comparison, and
     each declared floor is at least its maximum there."""
     recorded = _recorded()
-    declared = {"graded": {c.name: c.floor or 0.0 for c in CASES}, "ungraded": {n: f.value for n, f in FLOORS.items()}}
-    for kind, floors in declared.items():
+    for kind, floors in declared().items():
         assert sorted(recorded[kind]) == sorted(floors), f"{kind}: measure the matrix again (--matrix --record)"
         below = {n: (floors[n], recorded[kind][n][:2]) for n in floors if recorded[kind][n][0] > floors[n]}
         assert below == {}, f"{kind}: declared floor < the matrix maximum (at the code path named)"
