@@ -101,6 +101,7 @@ BUILTIN_KERNELS = {
     "linear": TF.linear,
     "embedding": lambda token_ids, weight: TF.embedding(token_ids, weight),
     "silu": TF.silu,
+    "relu": TF.relu,
     "gelu": lambda x, approximate="none": TF.gelu(x, approximate=approximate),
     "softmax": lambda x, dim=-1: TF.softmax(x, dim=dim),
     "rmsnorm": lambda x, weight, eps=1e-5, cast_before_gain=False: TF.rms_norm(x, (x.shape[-1],), weight, eps),

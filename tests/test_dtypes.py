@@ -8,31 +8,47 @@ from functools import partial
 
 import pytest
 import torch
-import torch.nn.functional as TF
 
 from cs336_basics.nn import functional as F
 from cs336_basics.testing import scaled_error, tolerance
 
 from . import oracles
 from ._helpers import F64, assert_close
+from .floors import MaxErrors, kernel_floor_name, kernel_tol
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 HALF = [torch.bfloat16, torch.float16]
 NAMES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
+def _ours(kernel: str, **kwargs):
+    """functional.<kernel>, looked up at each call (an accepted variant the staff swap in is measured)."""
+
+    def call(*args):
+        return getattr(F, kernel)(*args, **kwargs)
+
+    return call
+
+
 # name -> (our kernel, the PyTorch built-in it must agree with: tests/oracles.py's BUILTIN_KERNELS);
-# both take inputs(name, ...). relu is given code, compared with torch's here only.
+# both take inputs(name, ...).
 _KERNEL_OF = {"swiglu": "swiglu_ffn"}
-KERNELS = {
-    name: (getattr(F, _KERNEL_OF.get(name, name)), oracles.BUILTIN_KERNELS[_KERNEL_OF.get(name, name)])
-    for name in ("linear", "embedding", "silu", "gelu", "swiglu", "positionwise_ffn", "rmsnorm", "layernorm", "softmax")
-}
-KERNELS["gelu_tanh"] = (
-    partial(F.gelu, approximate="tanh"),
-    partial(oracles.BUILTIN_KERNELS["gelu"], approximate="tanh"),
+_NAMES = (
+    "linear",
+    "embedding",
+    "silu",
+    "gelu",
+    "relu",
+    "swiglu",
+    "positionwise_ffn",
+    "rmsnorm",
+    "layernorm",
+    "softmax",
 )
-KERNELS["relu"] = (F.relu, TF.relu)
+KERNELS = {
+    name: (_ours(_KERNEL_OF.get(name, name)), oracles.BUILTIN_KERNELS[_KERNEL_OF.get(name, name)]) for name in _NAMES
+}
+KERNELS["gelu_tanh"] = (_ours("gelu", approximate="tanh"), partial(oracles.BUILTIN_KERNELS["gelu"], approximate="tanh"))
 
 
 def inputs(name: str, shape, scale: float = 1.0, offset: float = 0.0, dtype=F64, seed: int = 0) -> list:
@@ -83,23 +99,20 @@ def test_output_dtype_is_input_dtype(name, dtype):
     assert ours(*_fixed(name, dtype)).dtype == dtype
 
 
-# Max scaled error of our kernel against the built-in run in the same dtype, on _fixed(name, dtype)
-# (recorded as max_scaled_err: uv run pytest tests/test_dtypes.py -k builtin --junitxml=out.xml).
-# 0 = bit-identical.
-# The float64 column also pins "float64 stays float64": a float32 computation would be off by ~1e-7.
-FLOOR = {  #                float32   float64   bfloat16  float16
-    "linear": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
-    "embedding": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
-    "silu": dict(zip(DTYPES, (7.8e-8, 1.5e-16, 0.0, 0.0), strict=True)),
-    "gelu": dict(zip(DTYPES, (3.1e-7, 1.2e-16, 2.1e-6, 1.1e-6), strict=True)),
-    "gelu_tanh": dict(zip(DTYPES, (8.1e-8, 7.6e-17, 8.0e-8, 9.5e-8), strict=True)),
-    "relu": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
-    "swiglu": dict(zip(DTYPES, (1.6e-7, 3.3e-16, 0.0, 0.0), strict=True)),
-    "positionwise_ffn": dict(zip(DTYPES, (3.3e-7, 1.2e-15, 7.4e-3, 9.8e-4), strict=True)),
-    "rmsnorm": dict(zip(DTYPES, (0.0, 0.0, 0.0, 0.0), strict=True)),
-    "layernorm": dict(zip(DTYPES, (1.6e-7, 2.0e-16, 0.0, 0.0), strict=True)),
-    "softmax": dict(zip(DTYPES, (1.2e-7, 3.3e-16, 0.0, 0.0), strict=True)),
-}
+# Our kernel against the built-in run in the same dtype, on _fixed(name, dtype): floors in
+# tests/floors.py ("<kernel>.builtin_<dtype>"). 0 = bit-identical. The float64 column also pins
+# "float64 stays float64": a float32 computation would be off by ~1e-7.
+
+
+def measure_floors(seeds=range(1)) -> dict[str, float]:
+    """{floor name: max scaled error} of every kernel against its built-in in every dtype, on the
+    one fixed input the test compares (`seeds` do not apply)."""
+    floors = MaxErrors()
+    for name, (ours, builtin) in KERNELS.items():
+        for dtype in DTYPES:
+            args = _fixed(name, dtype)
+            floors.keep(kernel_floor_name("builtin", name, dtype), ours(*args), builtin(*args))
+    return floors
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
@@ -109,7 +122,7 @@ def test_matches_torch_builtin_in_same_dtype(name, dtype, record_property):
     args = _fixed(name, dtype)
     actual, expected = ours(*args), builtin(*args)
     record_property("max_scaled_err", float(scaled_error(actual, expected).max()))
-    assert_close(actual, expected, tolerance(FLOOR[name][dtype], dtype), f"{name} vs built-in in {NAMES[dtype]}")
+    assert_close(actual, expected, kernel_tol("builtin", name, dtype), f"{name} vs built-in in {NAMES[dtype]}")
 
 
 # ---------------------------------------------------------------------------------------------

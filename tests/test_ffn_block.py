@@ -3,10 +3,10 @@ import torch
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import FFNBlock, FFNBlockConfig, convert
-from cs336_basics.testing import tolerance
 
 from ._helpers import F64, assert_close, rand
 from .adapters import run_ffn_block
+from .floors import MaxErrors, tol
 from .oracles import builtin_kernels
 
 
@@ -16,16 +16,15 @@ def test_ffn_block_matches_fixture(case, snapshot):
     snapshot.check(run_ffn_block(**fx.kwargs), fx)
 
 
-@pytest.mark.parametrize(
-    "config",
-    [
-        FFNBlockConfig(24, 40, norm="rmsnorm", ffn="swiglu", activation="silu"),
-        FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="gelu", bias=True),
-        FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="relu", bias=False),
-    ],
-    ids=["llama", "original", "positionwise_relu_nobias"],
-)
-def test_ffn_block_matches_torch_builtins(config):
+BUILTIN_CONFIGS = {
+    "llama": FFNBlockConfig(24, 40, norm="rmsnorm", ffn="swiglu", activation="silu"),
+    "original": FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="gelu", bias=True),
+    "positionwise_relu_nobias": FFNBlockConfig(24, 40, norm="layernorm", ffn="positionwise", activation="relu"),
+}
+
+
+def _ours_and_builtin(config: FFNBlockConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """The adapter on the reference's kernels and on PyTorch's, with the same weights."""
     torch.manual_seed(0)
     block = FFNBlock(config, dtype=F64)
     with torch.no_grad():
@@ -38,7 +37,21 @@ def test_ffn_block_matches_torch_builtins(config):
         expected = run_ffn_block(
             24, 40, weights, x, config.norm, config.ffn, config.activation, config.eps, config.bias
         )
-    assert_close(ours, expected, tolerance(3.5e-16, F64), "ffn block vs built-ins")
+    return ours, expected
+
+
+@pytest.mark.parametrize("config", BUILTIN_CONFIGS.values(), ids=BUILTIN_CONFIGS)
+def test_ffn_block_matches_torch_builtins(config):
+    assert_close(*_ours_and_builtin(config), tol("ffn_block.f64"), "ffn block vs built-ins")
+
+
+def measure_floors(seeds=range(1)) -> dict[str, float]:
+    """{floor name: max scaled error} of the comparison with the built-ins above, on its inputs
+    (`seeds` do not apply)."""
+    floors = MaxErrors()
+    for config in BUILTIN_CONFIGS.values():
+        floors.keep("ffn_block.f64", *_ours_and_builtin(config))
+    return floors
 
 
 def test_ffn_block_is_identity_plus_ffn_of_norm():

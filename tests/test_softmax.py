@@ -4,10 +4,10 @@ import torch.nn.functional as TF
 
 from cs336_basics.fixture_io import fixture_names
 from cs336_basics.nn import functional as F
-from cs336_basics.testing import tolerance
 
 from . import adapters
-from ._helpers import F64, assert_close, rand
+from ._helpers import assert_close, rand
+from .floors import MaxErrors, tol
 
 
 @pytest.mark.parametrize("case", fixture_names("softmax"))
@@ -16,14 +16,27 @@ def test_softmax_matches_fixture(case, snapshot):
     snapshot.check(getattr(adapters, fx.adapter)(**fx.kwargs), fx)
 
 
-@pytest.mark.parametrize(
-    "batch, dim",
-    [((9,), 0), ((3, 5), 0), ((3, 5), -1), ((2, 3, 4, 5), 1), ((2, 3, 4, 5), -1)],
-    ids=["1d", "2d-dim0", "2d-last", "4d-dim1", "4d-last"],
-)
-def test_softmax_kernel_matches_torch_builtin(batch, dim):
+BUILTIN_SHAPES = {"1d": ((9,), 0), "2d-dim0": ((3, 5), 0), "2d-last": ((3, 5), -1), "4d-dim1": ((2, 3, 4, 5), 1),
+                  "4d-last": ((2, 3, 4, 5), -1)}  # fmt: skip
+
+
+def _ours_and_builtin(batch: tuple, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
     x = rand(*batch, std=5.0, mean=3.0)
-    assert_close(F.softmax(x, dim), TF.softmax(x, dim=dim), tolerance(3.5e-16, F64), "softmax vs F.softmax")
+    return F.softmax(x, dim), TF.softmax(x, dim=dim)
+
+
+@pytest.mark.parametrize("batch, dim", BUILTIN_SHAPES.values(), ids=BUILTIN_SHAPES)
+def test_softmax_kernel_matches_torch_builtin(batch, dim):
+    assert_close(*_ours_and_builtin(batch, dim), tol("softmax.f64"), "softmax vs F.softmax")
+
+
+def measure_floors(seeds=range(1)) -> dict[str, float]:
+    """{floor name: max scaled error} of the comparison with the built-in above, on its inputs
+    (`seeds` do not apply)."""
+    floors = MaxErrors()
+    for batch, dim in BUILTIN_SHAPES.values():
+        floors.keep("softmax.f64", *_ours_and_builtin(batch, dim))
+    return floors
 
 
 def test_softmax_of_huge_logits_is_finite_and_sums_to_one():

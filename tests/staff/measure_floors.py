@@ -22,7 +22,8 @@ vendors) may round differently again (tests/README.md says how HEADROOM was chos
     uv run python -m tests.staff.measure_floors --load m.json [m2.json]            # that matrix again
 
 --record writes the matrix maxima to floor_matrix.json (test_floors.py checks the declared floors
-against it). The matrix takes about 20 minutes on a quiet 2-core machine, an hour while other
+against it). After a change to some test modules, `--ungraded --modules M... --matrix --save
+new.json` re-measures theirs alone and `--load old.json new.json --record` merges them. The matrix takes about 20 minutes on a quiet 2-core machine, an hour while other
 work shares it.
 """
 
@@ -49,8 +50,19 @@ RECORD = Path(__file__).with_name("floor_matrix.json")
 
 # The modules whose measure_floors() measure the entries of tests/floors.py, in COMPONENTS order.
 MEASURED_BY = (
+    "tests.test_dtypes",
+    "tests.test_gradients",
+    "tests.staff.test_random_inputs",
+    "tests.staff.test_rmsnorm_cast_order",
+    "tests.staff.test_adamw_oracle",
     "tests.staff.test_hf_oracles",
     "tests.staff.test_hf_llama",
+    "tests.test_silu",
+    "tests.test_softmax",
+    "tests.test_swiglu",
+    "tests.test_layernorm",
+    "tests.test_ffn_block",
+    "tests.test_gradient_clipping",
     "tests.test_gelu",
     "tests.test_attention",
     "tests.test_rope",
@@ -96,17 +108,22 @@ def graded() -> None:
 
 
 def forms_of(module_name: str) -> list:
-    """The reference (a null context) and the accepted variants of the component a test module
-    is named after (tests.test_<component>); the reference alone for other modules."""
-    component = module_name.rsplit(".", 1)[-1].removeprefix("test_")
-    return [contextlib.nullcontext()] + [v.applied() for v in VARIANTS if v.component == component]
+    """The reference (a null context) and, for a public test module (a student's code meets it),
+    the accepted variants of the components it compares: the one it is named after
+    (tests.test_<component>) and every kernel of its KERNELS table. A staff module (tests.staff.*)
+    checks the reference alone."""
+    if module_name.startswith("tests.staff."):
+        return [contextlib.nullcontext()]
+    module = importlib.import_module(module_name)
+    components = {module_name.rsplit(".", 1)[-1].removeprefix("test_"), *getattr(module, "KERNELS", ())}
+    return [contextlib.nullcontext()] + [v.applied() for v in VARIANTS if v.component in components]
 
 
-def measure_ungraded(seeds: range | None = None) -> dict[str, float]:
+def measure_ungraded(seeds: range | None = None, modules: tuple[str, ...] = MEASURED_BY) -> dict[str, float]:
     """{FLOORS name: measured floor}, the largest over the reference and the accepted variants,
-    from every module in MEASURED_BY (over its own seeds, or `seeds`)."""
+    from every module in `modules` (over its own seeds, or `seeds`)."""
     measured: dict[str, float] = {}
-    for name in MEASURED_BY:
+    for name in modules:
         measure = importlib.import_module(name).measure_floors
         for form in forms_of(name):
             with form:
@@ -123,8 +140,8 @@ def round_up(x: float, digits: int = 2) -> float:
     return math.ceil(round(x / step, 9)) * step
 
 
-def ungraded() -> None:
-    measured = measure_ungraded()
+def ungraded(modules: tuple[str, ...] = MEASURED_BY) -> None:
+    measured = measure_ungraded(modules=modules)
     print(f"{'comparison':32s} {'dtype':9s} {'measured':>11s} {'rounded up':>10s} {'declared':>9s}  note")
     for name, floor in FLOORS.items():
         got = measured.get(name)
@@ -134,11 +151,11 @@ def ungraded() -> None:
         print(f"{name:32s} {dtype:9s} {shown[0]:>11s} {shown[1]:>10s} {floor.value:9.2e}  {note}")
 
 
-def measure(graded: bool = True, ungraded: bool = True) -> dict:
+def measure(graded: bool = True, ungraded: bool = True, modules: tuple[str, ...] = MEASURED_BY) -> dict:
     """This process's measurements: {"graded": {case: [ours, built-in]}, "ungraded": {FLOORS name: floor}}."""
     return {
         "graded": {k: list(v) for k, v in measure_graded().items()} if graded else {},
-        "ungraded": measure_ungraded() if ungraded else {},
+        "ungraded": measure_ungraded(modules=modules) if ungraded else {},
     }
 
 
@@ -244,12 +261,13 @@ def maxima(matrix: dict[str, dict]) -> dict[str, dict[str, list]]:
 
 
 def loaded(files: list[Path]) -> dict[str, dict]:
-    """The matrix of --save files, each kind of each path from the last file that measured it."""
+    """The matrix of --save files, each comparison of each path from the last file that measured it."""
     matrix: dict[str, dict] = {}
     for f in files:
         for label, measured in json.loads(f.read_text()).items():
             cell = matrix.setdefault(label, {"graded": {}, "ungraded": {}})
-            cell |= {kind: values for kind, values in measured.items() if values}
+            for kind, values in measured.items():
+                cell[kind] |= values
     return matrix
 
 
@@ -261,7 +279,8 @@ def record(matrix: dict[str, dict], path: Path = RECORD) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 
-LOAD_HELP = "print what --save wrote; of several files, each kind from the last one that measured it"
+LOAD_HELP = "print what --save wrote; of several files, each comparison from the last one that measured it"
+MODULES_HELP = "with --ungraded: only these of MEASURED_BY (a partial re-measure, merged by --load)"
 
 
 def main() -> None:
@@ -275,11 +294,15 @@ def main() -> None:
     mode.add_argument("--json", type=Path, metavar="FILE", help="write this process's measurements (a matrix cell)")
     parser.add_argument("--save", type=Path, metavar="FILE", help="with --matrix: keep every cell in FILE")
     parser.add_argument("--record", action="store_true", help=f"with --matrix or --load: write {RECORD.name}")
+    parser.add_argument("--modules", nargs="+", choices=MEASURED_BY, metavar="MODULE", help=MODULES_HELP)
     args = parser.parse_args()
+    if args.modules and not args.ungraded:
+        parser.error("--modules needs --ungraded")
     code_paths.mkldnn_switch()
-    kinds = ["--graded"] if args.graded else ["--ungraded"] if args.ungraded else []
+    modules = tuple(args.modules or MEASURED_BY)
+    kinds = ["--graded"] if args.graded else ["--ungraded", "--modules", *modules] if args.ungraded else []
     if args.json:
-        args.json.write_text(json.dumps(measure(not args.ungraded, not args.graded)))
+        args.json.write_text(json.dumps(measure(not args.ungraded, not args.graded, modules)))
     elif args.matrix or args.load:
         matrix = loaded(args.load) if args.load else measure_matrix(code_paths.matrix(), kinds)
         if args.save:
@@ -293,7 +316,7 @@ def main() -> None:
         if not args.ungraded:
             graded()
         if not args.graded:
-            ungraded()
+            ungraded(modules)
 
 
 if __name__ == "__main__":
