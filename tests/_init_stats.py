@@ -8,11 +8,12 @@ each such check fails a correct initialisation with probability about 2 (1 - Phi
 limit theorem; n is in the tens of thousands), FALSE_FAILURE below. The tests seed torch's
 generator, so each outcome is fixed; the probability says how unlucky a seed would have to be.
 
-The bounds themselves live in tests/adapters.py (the only file of tests/ the grader takes, whose
-init-check adapters grade the same properties); this module names them for the public tests.
+The bounds themselves live in tests/adapter_checks.py (which the grader takes with
+tests/adapters.py, whose init-check adapters grade the same properties); this module names them
+for the public tests.
 """
 
-from .adapters import (
+from .adapter_checks import (
     INIT_CHECKS,
     INIT_CUT,
     INIT_FALSE_FAILURE,

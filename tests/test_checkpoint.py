@@ -2,7 +2,7 @@
 exactly; a damaged, foreign or hostile file is refused with one clear error; a path is written
 through a temporary file and a rename.
 
-The optimizer is the adapters' momentum_optimizer (momentum and a step count per parameter, and
+The optimizer is tests/adapter_checks.py's momentum_optimizer (momentum and a step count per parameter, and
 its param groups): what is tested here is the checkpoint, not the optimizer.
 """
 
@@ -18,7 +18,8 @@ from cs336_basics.fixture_io import fixture_names
 from cs336_basics.serialization import CheckpointError, read_checkpoint
 
 from ._helpers import regression_step
-from .adapters import momentum_optimizer, run_checkpoint_resume, run_load_checkpoint, run_save_checkpoint
+from .adapter_checks import momentum_optimizer
+from .adapters import run_checkpoint_resume, run_load_checkpoint, run_save_checkpoint
 
 
 @pytest.mark.parametrize("case", fixture_names("checkpoint"))

@@ -1,7 +1,7 @@
 """get_batch: random windows of a token array, inputs and next-token targets.
 
 The snapshot case runs tests/adapters.py's run_get_batch_checks: 1000 batches from a uint16 token
-file opened with np.memmap, each check of GET_BATCH_CHECKS 1 if it held. The tests below check
+file opened with np.memmap, each check of GET_BATCH_CHECKS (tests/adapter_checks.py) 1 if it held. The tests below check
 the same behaviours one at a time, with a seeded generator. A statistical check fails a correct
 get_batch with a probability stated at the check (a union bound over what it tests); the
 generator is seeded, so each outcome here is fixed.
@@ -14,15 +14,14 @@ import torch
 from cs336_basics.data import get_batch
 from cs336_basics.fixture_io import fixture_names
 
-from .adapters import (
+from .adapter_checks import (
     GET_BATCH_CHECKS,
     binomial_bounds,
     get_batch_checks,
     reads_little_of_a_memmap,
     resident_fraction,
-    run_get_batch,
-    run_get_batch_checks,
 )
+from .adapters import run_get_batch, run_get_batch_checks
 
 TOKENS = np.random.default_rng(0).choice(
     50_000, size=60, replace=False
@@ -105,7 +104,7 @@ def test_get_batch_reads_a_uint16_memmap(tmp_path):
 
 def test_get_batch_reads_only_the_sampled_tokens_of_a_memmap(tmp_path):
     # a 12 MB sparse token file: one row's call may bring in a page or two, not half the file
-    assert reads_little_of_a_memmap(str(tmp_path), 5)
+    assert reads_little_of_a_memmap(run_get_batch, str(tmp_path), 5)
 
 
 def test_get_batch_memmap_residency_is_measurable_here(tmp_path):

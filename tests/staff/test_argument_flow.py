@@ -115,8 +115,6 @@ DEVICE_CHECKED = CaughtBy(CPU + "; test_module_dtypes builds every module on the
 EXCUSED = {
     "run_get_batch-device": CPU,
     "run_parallel_swiglu_collectives-grad_output": COUNTS,
-    "get_batch_checks-device": CPU,
-    "get_batch_checks-reads_little": SCENARIO,
     **{f"run_get_batch_checks-{a}": SCENARIO for a in ("batch_size", "context_length", "num_batches", "seed")},
     **{
         f"run_get_batch_generator_checks-{a}": NO_PUBLIC_CASE

@@ -742,7 +742,7 @@ def test_grader_autograder_bundle_has_scripts_and_grading_files(gradescope_run):
     ):
         assert name in modes
     assert not any("__pycache__" in n for n in modes)
-    assert [n for n in modes if n.startswith("tests/")] == ["tests/adapters.py"]
+    assert [n for n in modes if n.startswith("tests/")] == ["tests/adapters.py", "tests/adapter_checks.py"]
 
 
 def test_grader_autograder_bundle_takes_every_file_from_the_repo_it_is_given(tmp_path):
@@ -750,7 +750,7 @@ def test_grader_autograder_bundle_takes_every_file_from_the_repo_it_is_given(tmp
     for top in ("cs336_basics", "fixtures", "hidden_fixtures"):
         shutil.copytree(REPO / top, copy / top, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "tests").mkdir()
-    for name in ("pyproject.toml", "uv.lock", "README.md", "tests/adapters.py"):
+    for name in ("pyproject.toml", "uv.lock", "README.md", "tests/adapters.py", "tests/adapter_checks.py"):
         shutil.copyfile(REPO / name, copy / name)
     (copy / "cs336_basics" / "only_in_the_copy.py").write_text("")
     files = autograder.bundle_files(copy)

@@ -4,6 +4,7 @@ No module imports back into a module that imports it, no folder into a folder th
 no function runs past one screen."""
 
 import ast
+import sys
 from pathlib import Path
 
 from cs336_basics import REPO
@@ -165,3 +166,11 @@ def test_layering_no_function_longer_than_one_screen():
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines} lines)")
     assert long == []
+
+
+def test_layering_adapter_checks_import_only_the_standard_library_numpy_and_torch():
+    """The grader's worker runs tests/adapter_checks.py before the submission's package is
+    imported: it may import nothing of the package (nor of tests/), whose code is the student's."""
+    path = REPO / "tests" / "adapter_checks.py"
+    tops = {name.split(".")[0] for name in imported_modules(path)}
+    assert tops - set(sys.stdlib_module_names) <= {"numpy", "torch"}

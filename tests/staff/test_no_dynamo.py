@@ -13,7 +13,7 @@ SCRIPT = """
 import sys
 import torch
 from tests._no_dynamo import skip_dynamo_in_optimizer_methods
-from tests.adapters import momentum_optimizer
+from tests.adapter_checks import momentum_optimizer
 
 found = skip_dynamo_in_optimizer_methods()
 p, q = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2))

@@ -30,7 +30,7 @@ CASES = [
     linear_with_bias(
         "linear_with_bias_4d_f64", seed=149, make=linear_bias_case((2, 3, 4), 12, 20), floor=1.9e-16, dtype=F64
     ),
-    # initialisation (section 3.4.1): 1 per check of adapters.INIT_CHECKS that holds, from 5 standard
+    # initialisation (section 3.4.1): 1 per check of adapter_checks.INIT_CHECKS that holds, from 5 standard
     # errors of a sample of d_in * d_out draws (a correct init fails one with probability < 1e-6).
     # witness: d_in != d_out, so a std from d_in alone is 26% off against a bound of 0.8%
     linear_init("linear_init", seed=193, make=init_case(d_in=768, d_out=320)),
@@ -50,7 +50,7 @@ CASES = [
     embedding("embedding", seed=3, make=embedding_case(B, 100, 64), floor=EXACT),
     embedding("embedding_unbatched_ids_bf16", seed=102, make=embedding_case((9,), 50, 24), floor=EXACT, dtype=BF16),
     embedding("embedding_3d_ids_f64", seed=103, make=embedding_case((2, 2, 3), 20, 8), floor=EXACT, dtype=F64),
-    # initialisation: N(0, 1) truncated at +-3 (adapters.INIT_CHECKS), over vocab_size * d_model draws
+    # initialisation: N(0, 1) truncated at +-3 (adapter_checks.INIT_CHECKS), over vocab_size * d_model draws
     embedding_init("embedding_init", seed=194, make=init_case(vocab_size=500, d_model=256)),
     embedding_init("embedding_init_narrow", seed=211, make=init_case(vocab_size=1000, d_model=128)),
     # hidden: repeated ids and both ends of an odd vocabulary; 1-D and 3-D ids; bfloat16 table

@@ -35,7 +35,7 @@ CASES = [
     # a fixed reduction axis (dim=2) fails both; activations of ~0.05 make eps = 1e-3 matter
     rmsnorm("rmsnorm_rows_f64", seed=108, make=rmsnorm_case((7,), 24, eps=1e-6), floor=0.0, dtype=F64),
     rmsnorm("rmsnorm_4d_eps", seed=109, make=rmsnorm_case((2, 3, 4), 16, eps=1e-3, x_std=0.05), floor=9e-08),
-    # initialisation: the gain 1 (adapters.INIT_CHECKS)
+    # initialisation: the gain 1 (adapter_checks.INIT_CHECKS)
     rmsnorm_init("rmsnorm_init", seed=195, make=init_case(seeded=False, d_model=64)),
     # hidden: a zero row and a row with one huge entry; 1-D with another eps; bfloat16 4-D
     rmsnorm(
@@ -106,7 +106,7 @@ CASES = [
         make=layernorm_case((4, 3), 1, eps=1e-5, x_std=500.0, x_mean=1.0),
         floor=0.0,
     ),
-    # initialisation: the gain 1 and the bias 0, as torch.nn.LayerNorm's (adapters.INIT_CHECKS)
+    # initialisation: the gain 1 and the bias 0, as torch.nn.LayerNorm's (adapter_checks.INIT_CHECKS)
     layernorm_init("layernorm_init", seed=196, make=init_case(seeded=False, d_model=48)),
     # hidden: a constant row (-> bias); 4-D with a large eps; 1-D bfloat16 with an offset
     layernorm(

@@ -302,7 +302,7 @@ CASES = [
         dtype=F16,
     ),
     # get_batch: 400 batches of 40 windows of 7 tokens from a uint16 token file of 72 distinct ids
-    # (np.memmap), seeded; the output is 1 for each check of adapters.GET_BATCH_CHECKS that holds
+    # (np.memmap), seeded; the output is 1 for each check of adapter_checks.GET_BATCH_CHECKS that holds
     # (exact: a correct get_batch fails one with probability < 1e-6). witness: one window repeated
     # in every row lumps the counts of its 65 starts into multiples of 40, beyond their bounds
     get_batch_checks("get_batch", seed=42, make=get_batch_case(72, 40, 7, 400)),
@@ -325,7 +325,7 @@ CASES = [
     get_batch_generator_checks(
         "get_batch_generator", hidden=True, seed=1404, make=get_batch_generator_case(60, 6, 4, 20)
     ),
-    # checkpoint: 6 optimizer steps (adapters.momentum_optimizer), save to a path, load into a fresh
+    # checkpoint: 6 optimizer steps (adapter_checks.momentum_optimizer), save to a path, load into a fresh
     # model and optimizer, 4 more steps
     checkpoint_resume("checkpoint", seed=41, make=checkpoint_case({"w": (8, 6), "b": (6,)}, 10, 6), floor=1.8e-7),
     checkpoint_resume(
@@ -360,6 +360,6 @@ CASES = [
         floor=1.9e-7,
     ),
     # buffers, the optimizer's state and param groups, the model's own parameters, a strict load
-    # (adapters.CHECKPOINT_CHECKS)
+    # (adapter_checks.CHECKPOINT_CHECKS)
     checkpoint_checks("checkpoint_buffers_and_strict_load", hidden=True, seed=1507, make=_weights_and_a_buffer),
 ]

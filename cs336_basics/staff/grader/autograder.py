@@ -4,7 +4,8 @@ Gradescope unpacks the zip into /autograder/source, runs setup.sh once (as root)
 image, then for each submission copies run_autograder to /autograder/ and runs it; it must
 leave /autograder/results/results.json. The bundle holds what grading needs and nothing of
 the student's: the cs336_basics package (reference, staff tools, grader, grading.toml), the
-grader's copy of tests/adapters.py (the only file of tests/ it needs), the public and hidden
+grader's copies of tests/adapters.py and tests/adapter_checks.py (the only files of tests/ it
+needs), the public and hidden
 fixtures (each holds its tolerance), pyproject.toml, uv.lock and README.md (the project's readme).
 
 run_autograder reads CS336_AUTOGRADER_ROOT (default /autograder), CS336_AUTOGRADER_SOURCE
@@ -68,7 +69,8 @@ def bundle_files(repo: Path = REPO) -> list[Path]:
     ]
     top = [repo / name for name in ("pyproject.toml", "uv.lock", "README.md")]
     fixtures = sorted({c.path for c in cases})
-    return [p.relative_to(repo) for p in top + package + [repo / "tests" / "adapters.py"] + fixtures]
+    adapters = [repo / "tests" / "adapters.py", repo / "tests" / "adapter_checks.py"]
+    return [p.relative_to(repo) for p in top + package + adapters + fixtures]
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes, mode: int) -> None:

@@ -1,7 +1,7 @@
 """Grade one submission: `grade(submission, config) -> GradeReport`.
 
     1. find the submission's cs336_basics/ (directory or zip) and copy only it into a fresh
-       sandbox directory, next to the grader's pristine tests/adapters.py;
+       sandbox directory, next to the grader's pristine tests/adapters.py and tests/adapter_checks.py;
     2. load every graded case's fixture here, in the grader; draw the public cases' inputs anew
        with a secret seed (fresh.py: the shipped fixtures earn nothing) and compute their
        expected outputs with the reference; save only the inputs in the sandbox;
@@ -55,7 +55,7 @@ from cs336_basics.staff.grader.runner import ComponentRun, Runner, WorkerCannotS
 from cs336_basics.staff.grader.sanitize import clean, hide_paths
 from cs336_basics.staff.grader.static_check import Finding, check_package
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, unpack
-from cs336_basics.staff.reference import ADAPTERS
+from cs336_basics.staff.reference import ADAPTER_CHECKS, ADAPTERS
 from cs336_basics.testing import compare
 
 OUT_OF_MEMORY = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "out of memory")
@@ -258,7 +258,8 @@ def _readable(root: Path) -> None:
 
 
 def _prepare(submission: Path, base: Path, cases: list[GradedCase], fixtures: dict[str, Fixture]) -> Path:
-    """The sandbox directory: code/ (the submission's package + pristine adapters.py) and inputs/,
+    """The sandbox directory: code/ (the submission's package + pristine adapters.py and
+    adapter_checks.py) and inputs/,
     with the public cases' inputs only (_run adds the hidden ones once no public worker is left)."""
     root = base / secrets.token_hex(16)  # unguessable, in a directory others may enter but not list
     code, inputs = root / "code", root / "inputs"
@@ -266,6 +267,7 @@ def _prepare(submission: Path, base: Path, cases: list[GradedCase], fixtures: di
     copy_package(unpack(submission, base / "private" / "submission"), code / "cs336_basics")
     _restore_given(code)
     shutil.copyfile(ADAPTERS, code / "adapters.py")
+    shutil.copyfile(ADAPTER_CHECKS, code / "adapter_checks.py")
     _write_inputs(inputs, [c for c in cases if not c.hidden], fixtures)
     _readable(root)
     return root

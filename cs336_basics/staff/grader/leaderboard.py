@@ -27,7 +27,7 @@ from cs336_basics.staff.grader import protocol, sandbox, submission
 from cs336_basics.staff.grader.config import GradingConfig
 from cs336_basics.staff.grader.runner import Runner, read_worker_file
 from cs336_basics.staff.grader.sanitize import clean, hide_paths
-from cs336_basics.staff.reference import ADAPTERS
+from cs336_basics.staff.reference import ADAPTER_CHECKS, ADAPTERS
 
 CPU_S = 60  # CPU seconds of a worker for its share of the windows
 ADAPTER = "run_transformer_lm"
@@ -120,11 +120,13 @@ def validation_ids(files: dict[str, bytes], vocab_size: int, private: Path) -> t
 
 
 def _prepare(sub: Path, base: Path) -> Path:
-    """The sandbox directory: code/ (the submission's package and the grader's adapters.py), inputs/."""
+    """The sandbox directory: code/ (the submission's package and the grader's adapters.py and
+    adapter_checks.py), inputs/."""
     root = base / secrets.token_hex(16)
     (root / "inputs").mkdir(parents=True)
     submission.copy_package(submission.unpack(sub, base / "private" / "submission"), root / "code" / "cs336_basics")
     shutil.copyfile(ADAPTERS, root / "code" / "adapters.py")
+    shutil.copyfile(ADAPTER_CHECKS, root / "code" / "adapter_checks.py")
     for here, _, files in os.walk(root):
         os.chmod(here, 0o755)
         for name in files:

@@ -44,6 +44,8 @@ MAX_ELEMENTS = 2**22  # outputs are compared with fixtures of at most a few thou
 MAX_CALLS = 1000  # distinct torch functions and operators recorded per case
 MAX_ENTERED = 5000  # defs of the package recorded as run per case (source_rule.costs)
 MAX_LIBRARY_CALLS = 20  # forbidden library calls kept per case (call_rule.RECORD_CHARS each at most)
+CHECKS = "adapter_checks"  # tests/adapter_checks.py, the graded scenarios, as adapters.py imports it
+CHECKS_BINDING = "checks"  # the name adapters.py binds it to
 
 
 def worker_batch(plan: list, starts_processes: frozenset[str]) -> list:
@@ -64,7 +66,7 @@ class Tampered(Exception):
 class WorkerJob:
     spec: SandboxSpec
     log_path: str  # stdout and stderr, appended
-    code_dir: str  # holds cs336_basics/ (the submission's) and adapters.py (the grader's)
+    code_dir: str  # holds cs336_basics/ (the submission's), adapters.py and adapter_checks.py (the grader's)
     inputs_dir: str  # <case>.pt: the adapter's keyword arguments
     cases: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # ((component, ((case, adapter), ...)), ...)
     cpu_seconds: int
@@ -92,7 +94,7 @@ def _forget_inherited_modules(code_dir: str) -> None:
     """Drop the grader's own cs336_basics (inherited through the fork) and let only the sandbox's
     code directory, the standard library and the installed packages be importable."""
     for name in list(sys.modules):
-        if name.split(".")[0] in ("cs336_basics", "tests", "adapters"):
+        if name.split(".")[0] in ("cs336_basics", "tests", "adapters", CHECKS):
             del sys.modules[name]
     sys.path[:] = [code_dir] + environment.import_dirs()
     sys.path_importer_cache.clear()
@@ -100,16 +102,48 @@ def _forget_inherited_modules(code_dir: str) -> None:
     sys.dont_write_bytecode = True
 
 
-def _pristine_adapters(code_dir: str):
-    """tests/adapters.py compiled from the grader's copy before any student code runs: a fresh
-    module (never looked up in sys.modules) and the code object each of its functions must have."""
-    path = os.path.join(code_dir, "adapters.py")
+def _pristine(code_dir: str, name: str):
+    """tests/<name>.py compiled from the grader's copy before any student code runs: a fresh
+    top-level module (never looked up in sys.modules) and the code object each of its functions
+    must have."""
+    path = os.path.join(code_dir, f"{name}.py")
     with open(path) as f:
-        code = compile(f.read(), "adapters.py", "exec")
-    module = types.ModuleType("adapters")
-    module.__file__ = path
+        code = compile(f.read(), f"{name}.py", "exec")
+    module = types.ModuleType(name)
+    module.__file__, module.__package__ = path, ""  # top level: a relative import fails at once
     expected = {c.co_name: c for c in code.co_consts if isinstance(c, types.CodeType)}
     return code, module, expected
+
+
+def _pristine_checks(code_dir: str) -> tuple[types.ModuleType, dict, dict]:
+    """tests/adapter_checks.py run from the grader's copy before any student code runs (it imports
+    only the standard library, NumPy and torch): the module, the function each of its code
+    objects made, and _state of its namespace, which must hold until the last case."""
+    code, module, expected = _pristine(code_dir, CHECKS)
+    exec(code, module.__dict__)
+    functions = {name: module.__dict__.get(name) for name in expected}
+    return module, expected, functions
+
+
+def _state(namespace: dict) -> dict:
+    """{name: the objects that must stay the same}: each value, and a function's code and defaults."""
+    state = {}
+    for name, value in namespace.items():
+        if type(value) is types.FunctionType:
+            kw = value.__kwdefaults__ or {}
+            state[name] = (value, value.__code__, value.__defaults__, *kw.keys(), *kw.values())
+        else:
+            state[name] = (value,)
+    return state
+
+
+def _check_state(namespace: dict, state: dict, what: str) -> None:
+    """Every name of the module's namespace is bound to what _state saw, no name added or removed."""
+    now = _state(namespace)
+    changed = sorted(n for n in now.keys() | state.keys() if len(now.get(n, ())) != len(state.get(n, ()))
+                     or any(a is not b for a, b in zip(now.get(n, ()), state.get(n, ()), strict=True)))  # fmt: skip
+    if changed:
+        raise Tampered(f"your package's code changed {', '.join(changed[:5])} in the grader's {what}")
 
 
 def _use_graders_launcher(namespace: dict) -> None:
@@ -119,13 +153,13 @@ def _use_graders_launcher(namespace: dict) -> None:
         namespace["launch"] = _launch
 
 
-def _check_adapters(namespace: dict, expected: dict, functions: dict) -> None:
-    """Every adapter function is the one compiled from the grader's copy and still in its module,
-    and they launch ranks with the grader's launcher."""
+def _check_adapters(namespace: dict, expected: dict, functions: dict, what: str = "adapter") -> None:
+    """Every function of the module is the one compiled from the grader's copy and still in its
+    namespace, and the adapters launch ranks with the grader's launcher."""
     for name, code in expected.items():
         fn = functions.get(name)
         if type(fn) is not types.FunctionType or fn.__code__ is not code or namespace.get(name) is not fn:
-            raise Tampered(f"the grader's adapter {name} was replaced by your package's code")
+            raise Tampered(f"the grader's {what} {name} was replaced by your package's code")
     if "launch" in namespace and namespace["launch"] is not _launch:
         raise Tampered("the grader's launcher in the adapters was replaced by your package's code")
 
@@ -196,17 +230,27 @@ def _recorder_methods(guard) -> list:
 
 @dataclass
 class Graded:
-    """The submission's adapters as imported, and what they must still be for each case."""
+    """The submission's adapters as imported, the grader's checks they call, and what both must
+    still be for each case."""
 
     module: types.ModuleType  # the adapters module (the grader's copy, run once)
     expected: dict  # {adapter name: the code object compiled from the grader's copy}
     functions: dict  # {adapter name: the function the import left in the module}
     recorder_methods: list  # _recorder_methods(), taken before the import
-    tampered: str | None  # why nothing is graded (the submission changed the adapters or the recorder)
+    checks: types.ModuleType  # adapter_checks (the grader's copy, run before the import)
+    checks_expected: dict  # {function name: its code object compiled from the grader's copy}
+    checks_functions: dict  # {function name: the function the grader's run of it made}
+    states: dict  # {"adapters" or CHECKS: _state of its namespace, once the grader's copy ran}
+    tampered: str | None = None  # why nothing is graded (the submission changed the grader's code)
 
     def check(self) -> None:
-        """Raise Tampered unless the adapters and the recorder are still the grader's."""
+        """Raise Tampered unless the adapters, their checks and the recorder are still the grader's."""
         _check_adapters(self.module.__dict__, self.expected, self.functions)
+        if self.module.__dict__.get(CHECKS_BINDING) is not self.checks:
+            raise Tampered(f"your package replaced the grader's {CHECKS} module in the adapters")
+        _check_adapters(self.checks.__dict__, self.checks_expected, self.checks_functions, f"{CHECKS} function")
+        _check_state(self.module.__dict__, self.states["adapters"], "adapters")
+        _check_state(self.checks.__dict__, self.states[CHECKS], CHECKS)
         _check_recorder(self.recorder_methods)
 
 
@@ -245,8 +289,11 @@ def main(job: WorkerJob) -> None:
 def _import_submission(job: WorkerJob, progress, recorder_methods: list) -> Graded | None:
     """Import the submission's package through the grader's adapters (its import-time code runs
     here, after protocol.STARTED); None, with protocol.IMPORT_FAILED written, if the import raised."""
-    code, module, expected = _pristine_adapters(job.code_dir)
+    code, module, expected = _pristine(job.code_dir, "adapters")
     _forget_inherited_modules(job.code_dir)
+    checks, checks_expected, checks_functions = _pristine_checks(job.code_dir)
+    states = {CHECKS: _state(checks.__dict__)}
+    sys.modules[CHECKS] = checks  # where adapters.py's import finds it, no finder asked
     sys.modules["adapters"] = module
     progress.write(protocol.STARTED + "\n")  # the submission's code runs from here on
     try:
@@ -257,11 +304,14 @@ def _import_submission(job: WorkerJob, progress, recorder_methods: list) -> Grad
         progress.write(protocol.IMPORT_FAILED + "\n")
         return None
     _use_graders_launcher(module.__dict__)
-    graded = Graded(module, expected, {name: module.__dict__.get(name) for name in expected}, recorder_methods, None)
+    states["adapters"] = _state(module.__dict__)
+    functions = {name: module.__dict__.get(name) for name in expected}
+    graded = Graded(module, expected, functions, recorder_methods, checks, checks_expected, checks_functions, states)
     try:
         graded.check()
-        if sys.modules.get("adapters") is not module:
-            raise Tampered("your package replaced the grader's adapters module (sys.modules['adapters'])")
+        for name, pristine in (("adapters", module), (CHECKS, checks)):
+            if sys.modules.get(name) is not pristine:
+                raise Tampered(f"your package replaced the grader's {name} module (sys.modules[{name!r}])")
     except Tampered as e:
         graded.tampered = str(e)
     return graded
