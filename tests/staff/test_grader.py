@@ -29,7 +29,7 @@ import torch
 
 from cs336_basics import REPO
 from cs336_basics.staff.cases import BY_NAME, CASES
-from cs336_basics.staff.grader import autograder, runner
+from cs336_basics.staff.grader import autograder, runner, worker
 from cs336_basics.staff.grader.cases import graded_cases
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import grade
@@ -133,6 +133,8 @@ HOSTILE_SAMPLES = (
     "changes_input",
     "builtin_silu",
     "replaces_adapters",
+    "patches_adapter_checks",
+    "replaces_adapter_checks",
     "patches_back_builtins",
     "leaks_inputs",
     "hostile_text",
@@ -466,6 +468,43 @@ def test_grader_stub_replacing_the_adapters_module_scores_zero(graded):
     assert report.score == 0
     assert all("replaced the grader's adapters module" in r.output for r in report.results if not r.case.hidden)
     assert all("changed the grader's adapters" in r.output for r in report.results if r.case.hidden)
+
+
+def test_grader_submission_patching_the_adapter_checks_scores_zero(graded):
+    # without the check, its broken get_batch scores full marks (the sample's README)
+    report = graded["patches_adapter_checks"]
+    assert report.score == 0
+    public = [r.output for r in report.results if not r.case.hidden]
+    assert all("the grader's adapter_checks function get_batch_checks was replaced" in o for o in public)
+    assert all("changed the grader's adapters" in r.output for r in report.results if r.case.hidden)
+
+
+def test_grader_submission_replacing_the_adapter_checks_module_scores_zero(graded):
+    # without the check, its broken get_batch scores full marks (the sample's README)
+    report = graded["replaces_adapter_checks"]
+    assert report.score == 0
+    public = [r.output for r in report.results if not r.case.hidden]
+    assert all("replaced the grader's adapter_checks module in the adapters" in o for o in public)
+    assert all("changed the grader's adapters" in r.output for r in report.results if r.case.hidden)
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda m: setattr(m, "INIT_CUT", 1e9), "INIT_CUT"),  # a bound the checks read at call time
+        (lambda m: setattr(m.mean_bound, "__defaults__", (1e9,)), "mean_bound"),  # a default they take
+        (lambda m: setattr(m.binomial_bounds, "__code__", (lambda n, p, alpha: (0, n)).__code__), "binomial_bounds"),
+        (lambda m: setattr(m, "extra", None), "extra"),
+    ],
+)
+def test_grader_worker_sees_any_change_to_the_adapter_checks_namespace(tmp_path, change, named):
+    shutil.copyfile(REPO / "tests" / "adapter_checks.py", tmp_path / "adapter_checks.py")
+    module, _, _ = worker._pristine_checks(str(tmp_path))
+    state = worker._state(module.__dict__)
+    worker._check_state(module.__dict__, state, worker.CHECKS)  # as the grader ran it: unchanged
+    change(module)
+    with pytest.raises(worker.Tampered, match=f"changed {named} in the grader's adapter_checks"):
+        worker._check_state(module.__dict__, state, worker.CHECKS)
 
 
 def test_grader_stub_pointing_its_kernels_at_builtins_scores_zero(graded):
