@@ -2,13 +2,14 @@
 
 It is forked from a server that has imported torch (so starting one is cheap) and never
 runs in the grader's process. It enters the sandbox (sandbox.py), forgets every
-`cs336_basics` module it inherited, imports the submission's package through the grader's
-pristine copy of tests/adapters.py, and for each component, in order, calls the adapter on
-each case's inputs and saves what came back to <home>/<case>.safetensors: the output tensor
-(`output`) and, as string metadata, the torch calls recorded (builtin_guard) or an error text;
-it appends a progress line after the import and after each component, by which the grader
-times components (protocol.py names each file, line and key). It never sees an expected value:
-the grader compares, in its own process.
+`cs336_basics` module it inherited, runs the grader's copy of tests/adapter_checks.py (the
+checks the adapters call; it imports nothing of the package) into sys.modules, imports the
+submission's package through the grader's pristine copy of tests/adapters.py, and for each
+component, in order, calls the adapter on each case's inputs and saves what came back to
+<home>/<case>.safetensors: the output tensor (`output`) and, as string metadata, the torch calls
+recorded (builtin_guard) or an error text; it appends a progress line after the import and
+after each component, by which the grader times components (protocol.py names each file, line
+and key). It never sees an expected value: the grader compares, in its own process.
 
 Unless its job runs a component that starts processes (GradingConfig.starts_processes: the
 tensor-parallel ranks), it installs a second seccomp filter before the submission is imported,
@@ -117,8 +118,8 @@ def _pristine(code_dir: str, name: str):
 
 def _pristine_checks(code_dir: str) -> tuple[types.ModuleType, dict, dict]:
     """tests/adapter_checks.py run from the grader's copy before any student code runs (it imports
-    only the standard library, NumPy and torch): the module, the function each of its code
-    objects made, and _state of its namespace, which must hold until the last case."""
+    only the standard library, NumPy and torch): the module, the code object each of its
+    functions must have, and the function each made."""
     code, module, expected = _pristine(code_dir, CHECKS)
     exec(code, module.__dict__)
     functions = {name: module.__dict__.get(name) for name in expected}
