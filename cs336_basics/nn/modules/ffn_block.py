@@ -1,10 +1,11 @@
 """The pre-norm residual feed-forward sub-block of a decoder layer: x + FFN(Norm(x)).
 
 Llama (Touvron et al. 2023) builds it with RMSNorm + SwiGLU, GPT-2 and the pre-norm transformer
-(Xiong et al. 2020) with LayerNorm + a GELU FFN; both are one config away. It is the second half
-of a decoder layer (TransformerBlock extends it), so its attribute names are CS336's for that
-half: `ln2` and `ffn`; state dict keys read `ln2.weight`, `ffn.w1.weight`, ... (Meta's llama
-names them `ffn_norm` and `feed_forward`; nn.convert renames).
+(Xiong et al. 2020) with LayerNorm + a GELU FFN; both are one config away, the norm and the FFN
+named by the tables of nn/modules/registry.py. It is the second half of a decoder layer
+(TransformerBlock holds the same two parts and applies this forward to them), so its attribute
+names are CS336's for that half: `ln2` and `ffn`; state dict keys read `ln2.weight`,
+`ffn.w1.weight`, ... (Meta's llama names them `ffn_norm` and `feed_forward`; nn.convert renames).
 """
 
 from dataclasses import dataclass
@@ -14,21 +15,15 @@ from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
 from cs336_basics.nn._checks import check_positive
-from cs336_basics.nn.modules.layernorm import LayerNorm
-from cs336_basics.nn.modules.positionwise_ffn import PositionWiseFFN
-from cs336_basics.nn.modules.rmsnorm import RMSNorm
-from cs336_basics.nn.modules.swiglu import SwiGLUFFN
-
-NORMS = ("rmsnorm", "layernorm")
-FFNS = ("swiglu", "positionwise")
+from cs336_basics.nn.modules.registry import FFNS, NORMS
 
 
 @dataclass
 class FFNBlockConfig:
     d_model: int
     d_ff: int | None = None  # None: the 8/3 rule, multiple of 64 (swiglu only)
-    norm: str = "rmsnorm"  # one of NORMS
-    ffn: str = "swiglu"  # one of FFNS
+    norm: str = "rmsnorm"  # the norm's kind: a name of the norm table, registry.NORMS
+    ffn: str = "swiglu"  # a name of the FFN table, registry.FFNS
     activation: str = "silu"  # the gate's nonlinearity (swiglu) or the hidden one (positionwise)
     eps: float = 1e-5
     bias: bool = False  # biases in the positionwise FFN and the LayerNorm
@@ -54,18 +49,13 @@ class FFNBlock(nn.Module):
         super().__init__()
         self.ffn_config = c = config
         factory = dict(device=device, dtype=dtype)
-        if c.norm == "rmsnorm":
-            self.ln2 = RMSNorm(c.d_model, eps=c.eps, **factory)
-        else:
-            self.ln2 = LayerNorm(c.d_model, eps=c.eps, bias=c.bias, **factory)
+        self.ln2 = NORMS[c.norm](c.d_model, eps=c.eps, bias=c.bias, **factory)
         self.ffn = self.new_ffn(**factory)
 
     def new_ffn(self, device=None, dtype=None) -> nn.Module:
-        """The FFN of self.ffn_config (ParallelTransformerBlock's is split over its ranks)."""
+        """The FFN of self.ffn_config, built by its entry in the FFN table (registry.FFNS)."""
         c = self.ffn_config
-        if c.ffn == "swiglu":
-            return SwiGLUFFN(c.d_model, c.d_ff, activation=c.activation, device=device, dtype=dtype)
-        return PositionWiseFFN(c.d_model, c.d_ff, activation=c.activation, bias=c.bias, device=device, dtype=dtype)
+        return FFNS[c.ffn](c.d_model, c.d_ff, activation=c.activation, bias=c.bias, device=device, dtype=dtype)
 
     def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
         # BEGIN SOLUTION

@@ -1,22 +1,24 @@
 """The pre-norm decoder layer (Xiong et al. 2020; CS336 section 3.5, figure 2; Meta's llama):
     h   = x + MultiHeadSelfAttention(RMSNorm_1(x))
     out = h + SwiGLU(RMSNorm_2(h))
-The second line is the FFN sub-block, FFNBlock, which this layer extends with the first.
-Attribute names follow CS336: ln1, attn, ln2, ffn.
+The second line is the FFN sub-block, FFNBlock's forward, applied to this layer's own ln2 and
+ffn. The layer holds its four parts side by side, with CS336's names: ln1, attn, ln2, ffn.
 
 The ablations (CS336 section 7.3) are settings of the layer:
     norm="post"  h = RMSNorm_1(x + attn(x)), out = RMSNorm_2(h + ffn(h))   (Vaswani et al. 2017)
     norm="none"  h = x + attn(x), out = h + ffn(h): ln1 and ln2 are identities, without weights
     ffn="silu"   ffn(x) = W2 SiLU(W1 x), a bias-free PositionWiseFFN: 2 d_model d_ff weights against
                  SwiGLU's 3 d_model d_ff, so d_ff = 4 d_model matches SwiGLU's at d_ff = 8/3 d_model
-                 (8 d_model^2 each)."""
+                 (8 d_model^2 each).
+`norm_type` (torchtitan's name) picks the norms' kind from the norm table, registry.NORMS:
+"rmsnorm" (the default) or "layernorm" (bias-free, as in PaLM)."""
 
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
 from cs336_basics.nn.modules.attention import MultiHeadSelfAttention
 from cs336_basics.nn.modules.ffn_block import FFNBlock, FFNBlockConfig
-from cs336_basics.nn.modules.rmsnorm import RMSNorm
+from cs336_basics.nn.modules.registry import FFNS, NORMS
 from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
 
 NORM_PLACEMENTS = ("pre", "post", "none")
@@ -24,11 +26,12 @@ NORM_PLACEMENTS = ("pre", "post", "none")
 BLOCK_FFNS = {"swiglu": {}, "silu": {"ffn": "positionwise", "activation": "silu", "bias": False}}
 
 
-class TransformerBlock(FFNBlock):
+class TransformerBlock(nn.Module):
     """One decoder layer: attention (ln1, attn) in front of the FFN sub-block (ln2, ffn: RMSNorm
-    and SwiGLUFFN, built by FFNBlock.__init__). With max_seq_len and theta it builds its own
-    RoPE; `rope` passes a shared one instead (a language model shares one between its layers);
-    neither: no RoPE. `norm` and `ffn` choose the ablations (above)."""
+    and SwiGLUFFN, which the given code builds as FFNBlock does). With max_seq_len and theta it
+    builds its own RoPE; `rope` passes a shared one instead (a language model shares one
+    between its layers); neither: no RoPE. `norm` and `ffn` choose the ablations, `norm_type`
+    the norms' kind (above)."""
 
     def __init__(
         self,
@@ -42,25 +45,41 @@ class TransformerBlock(FFNBlock):
         rope: RotaryPositionalEmbedding | None = None,
         norm: str = "pre",
         ffn: str = "swiglu",
+        norm_type: str = "rmsnorm",
         device=None,
         dtype=None,
     ):
-        if norm not in NORM_PLACEMENTS:
-            raise ValueError(f"norm must be one of {list(NORM_PLACEMENTS)}, got {norm!r}")
-        if ffn not in BLOCK_FFNS:
-            raise ValueError(f"ffn must be one of {list(BLOCK_FFNS)}, got {ffn!r}")
-        ffn_config = FFNBlockConfig(d_model, d_ff, eps=eps, **BLOCK_FFNS[ffn])
-        super().__init__(ffn_config, device=device, dtype=dtype)  # ln2, ffn
+        super().__init__()
+        settings = (("norm", norm, NORM_PLACEMENTS), ("ffn", ffn, BLOCK_FFNS), ("norm_type", norm_type, NORMS))
+        for name, value, valid in settings:
+            if value not in valid:
+                raise ValueError(f"{name} must be one of {list(valid)}, got {value!r}")
+        self.ffn_config = FFNBlockConfig(d_model, d_ff, norm=norm_type, eps=eps, **BLOCK_FFNS[ffn])
         self.norm = norm
         factory = dict(device=device, dtype=dtype)
+        # the FFN sub-block, registered (and its weights drawn) before ln1 and attn
+        self.ln2 = self.new_norm(**factory)
+        self.ffn = self.new_ffn(**factory)
         if rope is None and theta is not None and max_seq_len is not None:
             rope = RotaryPositionalEmbedding(theta, d_model // num_heads, max_seq_len, device=device)
         # BEGIN SOLUTION
-        self.ln1 = nn.Identity() if norm == "none" else RMSNorm(d_model, eps=eps, **factory)
+        self.ln1 = nn.Identity() if norm == "none" else self.new_norm(**factory)
         if norm == "none":
             self.ln2 = nn.Identity()
         self.attn = self.new_attention(d_model, num_heads, num_kv_heads, rope, **factory)
         # END SOLUTION
+
+    def new_norm(self, device=None, dtype=None) -> nn.Module:
+        """One of the layer's norms over d_model with its eps, of kind `norm_type` (registry.NORMS;
+        RMSNorm by default). Given: builds ln2; build ln1 with it."""
+        c = self.ffn_config
+        return NORMS[c.norm](c.d_model, eps=c.eps, bias=c.bias, device=device, dtype=dtype)
+
+    def new_ffn(self, device=None, dtype=None) -> nn.Module:
+        """The FFN of self.ffn_config from the FFN table, registry.FFNS (ParallelTransformerBlock's
+        is split over its ranks). Given: builds ffn."""
+        c = self.ffn_config
+        return FFNS[c.ffn](c.d_model, c.d_ff, activation=c.activation, bias=c.bias, device=device, dtype=dtype)
 
     def new_attention(
         self, d_model: int, num_heads: int, num_kv_heads: int | None, rope, device=None, dtype=None
@@ -81,5 +100,5 @@ class TransformerBlock(FFNBlock):
             h = self.ln1(x + self.attn(x, token_positions, kv_cache, attention_mask))
             return self.ln2(h + self.ffn(h))
         h = x + self.attn(self.ln1(x), token_positions, kv_cache, attention_mask)
-        return super().forward(h)  # h + ffn(ln2(h))
+        return FFNBlock.forward(self, h)  # h + ffn(ln2(h)), the FFN sub-block's formula on this layer's ln2, ffn
         # END SOLUTION
