@@ -109,6 +109,12 @@ def test_parallel_model_refuses_the_norm_and_ffn_ablations(setting, value):
         ParallelTransformerLM(config, world_size=1, rank=0)
 
 
+def test_parallel_model_refuses_another_norm_type():
+    config = TransformerLMConfig(97, 16, 32, 1, 4, 64, norm_type="layernorm")
+    with pytest.raises(ValueError, match="norms are RMSNorms; got norm_type='layernorm'"):
+        ParallelTransformerLM(config, world_size=1, rank=0)
+
+
 def measure_floors(seeds=None, world_sizes=(1, 2, 4)) -> dict[str, float]:
     """{floor name: max scaled error} over world sizes, kinds, output and every gradient, per
     dtype, and of the attention split by head (tests/test_parallel_heads.py); the inputs are

@@ -1,14 +1,21 @@
 """Parameters of a TransformerLM by part, from its configuration: the token embedding V d; per
-layer two RMSNorm gains 2 d, attention d (d + 2 d_kv) + d d (Q, K, V, output; d_kv = num_kv_heads
-d_head) and the SwiGLU FFN 3 d d_ff (W1, W2, W3); the final RMSNorm d; the LM head V d unless
-tied to the embedding. RoPE has no parameters."""
+layer two norms of n parameters each, attention d (d + 2 d_kv) + d d (Q, K, V, output; d_kv =
+num_kv_heads d_head) and the SwiGLU FFN 3 d d_ff (W1, W2, W3); the final norm n; the LM head V d
+unless tied to the embedding. RoPE has no parameters. n is the norm kind's own count (RMSNorm's
+gain: n = d), read off one norm its table entry builds."""
 
+from cs336_basics.nn.modules.registry import NORMS
 from cs336_basics.nn.modules.transformer_lm import TransformerLMConfig
 
 
 def kv_width(c: TransformerLMConfig) -> int:
     """d_kv: the width of the keys (and values), num_kv_heads x d_head."""
     return (c.num_kv_heads or c.num_heads) * (c.d_model // c.num_heads)
+
+
+def norm_parameters(c: TransformerLMConfig) -> int:
+    """n: the parameters of one norm of kind c.norm_type over d_model, built on the meta device (no storage)."""
+    return sum(p.numel() for p in NORMS[c.norm_type](c.d_model, eps=c.eps, device="meta").parameters())
 
 
 def parameters_by_part(c: TransformerLMConfig) -> dict[str, int]:
@@ -18,7 +25,7 @@ def parameters_by_part(c: TransformerLMConfig) -> dict[str, int]:
         "embedding": c.vocab_size * d,
         "attention": L * (2 * d * d + 2 * d * kv_width(c)),
         "ffn": L * 3 * d * c.d_ff,
-        "norms": (2 * L + 1) * d,
+        "norms": (2 * L + 1) * norm_parameters(c),
         "lm_head": 0 if c.tie_embeddings else c.vocab_size * d,
     }
 

@@ -644,6 +644,7 @@ UNGRADED: dict[str, str] = {
     "test_parallel_shard_then_gather_round_trips": "the given sharding helpers (nn.parallel.sharding)",
     "test_parallel_indivisible_width_raises_naming_both_numbers": "the given argument checks of the parallel layers",
     "test_parallel_model_refuses_the_norm_and_ffn_ablations": "the given argument check of ParallelTransformerLM",
+    "test_parallel_model_refuses_another_norm_type": "the given argument check of ParallelTransformerLM",
     "test_mha_kernel_splits_heads_by_the_query_projection_s_rows_not_d_model": "no mha adapter passes d_q != "
     "d_model (MultiHeadSelfAttention builds d_q = d_model); the split attention's graded cases (parallel_heads_*, "
     "parallel_model_*) run the kernel with one rank's d_q rows",

@@ -41,6 +41,7 @@ class TrainConfig:
     norm: str = "pre"  # pre / post / none: where the RMSNorms sit
     position: str = "rope"  # rope / none (NoPE)
     ffn: str = "swiglu"  # swiglu / silu (no gate)
+    norm_type: str = "rmsnorm"  # rmsnorm / layernorm: the norms' kind (nn/modules/registry.py NORMS)
     # the optimisation: AdamW, the cosine schedule with warm-up, gradient clipping
     batch_size: int = 32  # the global batch, split across processes under torchrun
     max_steps: int = 600  # optimizer steps of the run
@@ -130,7 +131,7 @@ class TrainConfig:
         return TransformerLMConfig(
             vocab_size=self.vocab_size, context_length=self.context_length, d_model=self.d_model,
             num_layers=self.num_layers, num_heads=self.num_heads, d_ff=self.d_ff, rope_theta=self.rope_theta,
-            norm=self.norm, position=self.position, ffn=self.ffn, eps=self.norm_eps,
+            norm=self.norm, position=self.position, ffn=self.ffn, norm_type=self.norm_type, eps=self.norm_eps,
         )  # fmt: skip
 
     def to_toml(self) -> str:
@@ -140,7 +141,8 @@ class TrainConfig:
 # What a checkpoint's shapes and meaning depend on: a run resumed with any of these changed is
 # another run (cs336 train --resume refuses it).
 ARCHITECTURE = ("vocab_size", "vocab_path", "merges_path", "context_length", "d_model", "num_layers", "num_heads",
-                "d_ff", "rope_theta", "norm_eps", "norm", "position", "ffn", "corpus", "valid_fraction")  # fmt: skip
+                "d_ff", "rope_theta", "norm_eps", "norm", "position", "ffn", "norm_type", "corpus",
+                "valid_fraction")  # fmt: skip
 
 
 # Settings that do not change what a run computes: two runs differing only in these are the same run.

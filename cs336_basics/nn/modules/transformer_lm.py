@@ -7,7 +7,9 @@ token_embeddings.weight, and the state dict has no lm_head.weight.
 Three settings switch off or swap one part each (CS336's ablations; TransformerBlock has the rules):
 norm = "pre" (the default), "post" or "none" (every RMSNorm removed, ln_final included);
 position = "rope" (the default) or "none" (NoPE: no rotation, no position signal but the causal mask);
-ffn = "swiglu" (the default) or "silu" (W2 SiLU(W1 x), a PositionWiseFFN without biases)."""
+ffn = "swiglu" (the default) or "silu" (W2 SiLU(W1 x), a PositionWiseFFN without biases).
+norm_type names the kind of every norm, ln_final's included, in the norm table registry.NORMS
+("rmsnorm", the default, or "layernorm")."""
 
 from dataclasses import dataclass
 
@@ -20,7 +22,7 @@ from cs336_basics.nn import functional as F
 from cs336_basics.nn.kv_cache import KVCache
 from cs336_basics.nn.modules.embedding import Embedding
 from cs336_basics.nn.modules.linear import Linear
-from cs336_basics.nn.modules.rmsnorm import RMSNorm
+from cs336_basics.nn.modules.registry import NORMS
 from cs336_basics.nn.modules.rope import RotaryPositionalEmbedding
 from cs336_basics.nn.modules.transformer_block import BLOCK_FFNS, NORM_PLACEMENTS, TransformerBlock
 
@@ -42,6 +44,7 @@ class TransformerLMConfig:
     norm: str = "pre"  # one of NORM_PLACEMENTS: pre-norm, post-norm, or no RMSNorm at all
     position: str = "rope"  # one of POSITIONS: RoPE, or none (NoPE)
     ffn: str = "swiglu"  # one of BLOCK_FFNS: SwiGLU, or the SiLU FFN (take d_ff = 4 d_model to match)
+    norm_type: str = "rmsnorm"  # the norms' kind, a name of registry.NORMS (torchtitan's `norm_type`)
 
     def __post_init__(self):
         for name in ("vocab_size", "context_length", "d_model", "num_layers", "num_heads", "d_ff", "rope_theta", "eps"):
@@ -50,7 +53,12 @@ class TransformerLMConfig:
             raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         if self.num_kv_heads is not None and (self.num_kv_heads <= 0 or self.num_heads % self.num_kv_heads):
             raise ValueError(f"num_kv_heads must divide num_heads={self.num_heads}, got {self.num_kv_heads}")
-        for name, valid in (("norm", NORM_PLACEMENTS), ("position", POSITIONS), ("ffn", BLOCK_FFNS)):
+        for name, valid in (
+            ("norm", NORM_PLACEMENTS),
+            ("position", POSITIONS),
+            ("ffn", BLOCK_FFNS),
+            ("norm_type", NORMS),
+        ):
             if getattr(self, name) not in valid:
                 raise ValueError(f"{name} must be one of {list(valid)}, got {getattr(self, name)!r}")
 
@@ -66,7 +74,7 @@ class TransformerLM(nn.Module):
             rope = RotaryPositionalEmbedding(c.rope_theta, c.d_model // c.num_heads, c.context_length, device=device)
         self.token_embeddings = Embedding(c.vocab_size, c.d_model, **factory)
         self.layers = nn.ModuleList(self.new_layer(rope, **factory) for _ in range(c.num_layers))
-        self.ln_final = nn.Identity() if c.norm == "none" else RMSNorm(c.d_model, eps=c.eps, **factory)
+        self.ln_final = nn.Identity() if c.norm == "none" else NORMS[c.norm_type](c.d_model, eps=c.eps, **factory)
         self.lm_head = None if c.tie_embeddings else Linear(c.d_model, c.vocab_size, **factory)
         # END SOLUTION
 
@@ -74,8 +82,11 @@ class TransformerLM(nn.Module):
         """One decoder layer of this model sharing `rope` (None: NoPE): a TransformerBlock
         (ParallelTransformerLM's is split over its ranks). Given: __init__ builds every layer with it."""
         c = self.config
+        # norm_type only when it is not the blocks' default, RMSNorm: a TransformerBlock with
+        # CS336's arguments alone still builds the default model
+        kind = {} if c.norm_type == "rmsnorm" else {"norm_type": c.norm_type}
         return TransformerBlock(c.d_model, c.num_heads, c.d_ff, num_kv_heads=c.num_kv_heads, eps=c.eps, rope=rope,
-                                norm=c.norm, ffn=c.ffn, device=device, dtype=dtype)  # fmt: skip
+                                norm=c.norm, ffn=c.ffn, **kind, device=device, dtype=dtype)  # fmt: skip
 
     def new_kv_cache(self, max_len: int | None = None) -> list[KVCache]:
         """One empty KVCache per layer, holding up to max_len (default context_length) positions."""

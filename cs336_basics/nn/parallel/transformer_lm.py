@@ -60,6 +60,8 @@ class ParallelTransformerLM(TransformerLM):
             raise ValueError(
                 f"ParallelTransformerLM is pre-norm with SwiGLU; got norm={config.norm!r}, ffn={config.ffn!r}"
             )
+        if config.norm_type != "rmsnorm":
+            raise ValueError(f"ParallelTransformerLM's norms are RMSNorms; got norm_type={config.norm_type!r}")
         # set before TransformerLM.__init__, which builds the layers with new_layer (below)
         self.group, self.world_size, self.rank = group, world_size, rank
         super().__init__(config, device=device, dtype=dtype)
