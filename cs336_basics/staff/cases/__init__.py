@@ -1,6 +1,12 @@
 """The case registry: every graded fixture case, public and hidden, declared once. One module
 per area (linear, activations, norms, ffn, attention, model, generate, training, bpe,
-parallel) holds its components' cases, each component's public cases and then its hidden ones.
+parallel) holds its components' input builders (one per adapter, shapes and scales as
+arguments, so public and hidden cases share them; each returns `make(rng) -> the adapter's
+keyword arguments`), then their cases, each component's public cases and then its hidden ones.
+A builder that cases of a later area use too stays in the area of its first user; draw.py holds
+how values are drawn and the helpers every area's builders share. Witness inputs separate right
+from almost right; each says what it witnesses. The same area names divide the mistake
+catalogue (cs336_basics/staff/mistakes/).
 
 A case (case.py) names its component, the adapter that computes it (tests/adapters.py, whose
 float64 run on the stored inputs is the expected output), the seed and builder of its inputs,

@@ -1,9 +1,42 @@
-"""SiLU, GELU (exact and tanh) and softmax."""
+"""SiLU, GELU (exact and tanh) and softmax: the builders of their inputs, then their cases."""
 
 from functools import partial
 
-from cs336_basics.staff.builders import edited, pointwise_case, softmax_case, with_grad_like_input
+import torch
+
 from cs336_basics.staff.cases.case import BF16, BIG, F16, F64, B, Case
+from cs336_basics.staff.cases.draw import Make, edited, rand, randn
+
+
+def pointwise_case(
+    batch: tuple[int, ...], std: float, extremes: tuple[float, ...] = (), mean: float = 0.0, **scalars
+) -> Make:
+    def make(rng):
+        x = randn(rng, *batch, std=std, mean=mean)
+        if extremes:  # witness values written into the first entries
+            x.view(-1)[: len(extremes)] = torch.tensor(extremes)
+        return dict(in_features=x, **scalars)
+
+    return make
+
+
+def softmax_case(batch: tuple[int, ...], dim: int, std: float, mean: float = 0.0, mask_fraction: float = 0.0) -> Make:
+    def make(rng):
+        x = randn(rng, *batch, std=std, mean=mean)
+        if mask_fraction:  # -inf entries, never a whole slice along dim
+            mask = rand(rng, *batch) < mask_fraction
+            mask.select(dim, 0).fill_(False)
+            x = x.masked_fill(mask, float("-inf"))
+        return dict(in_features=x, dim=dim)
+
+    return make
+
+
+def with_grad_like_input(make: Make) -> Make:
+    """A backward case of a kernel whose output is shaped as its input: `make`'s inputs and a
+    gradient of the output, ~ N(0, 1)."""
+    return lambda rng: (kw := make(rng)) | {"grad_output": randn(rng, *kw["in_features"].shape)}
+
 
 PAIRS = (0.0, -0.0, 40.0, -40.0, 88.0, -88.0, BIG, -BIG)  # exact zeros and large magnitudes
 MODERATE_PAIRS = PAIRS[:6]

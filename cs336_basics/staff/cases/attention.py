@@ -1,10 +1,142 @@
-"""Scaled dot-product attention, RoPE and multi-head self-attention."""
+"""Scaled dot-product attention, RoPE and multi-head self-attention: the builders of their inputs
+(token positions and attention weights too, which the model's builders use), then their cases."""
 
 import math
 from functools import partial
 
-from cs336_basics.staff.builders import attention_case, edited, mha_cached_case, mha_case, rope_case
+import numpy as np
+import torch
+from torch import Tensor
+
 from cs336_basics.staff.cases.case import BF16, F16, F64, Case
+from cs336_basics.staff.cases.draw import Make, Rng, edited, linear_weight, rand, randn
+
+
+def attention_case(
+    batch: tuple[int, ...], queries: int, keys: int, d_k: int, d_v: int, mask: str = "none", scale: float = 1.0
+) -> Make:
+    """mask: "none"; "random" (True with probability 1/2, never a whole row: key 0 always
+    allowed; not causal); "fully_masked_row" (random, and query 1 may attend to nothing)."""
+
+    def make(rng):
+        kw = dict(
+            Q=randn(rng, *batch, queries, d_k, std=scale),
+            K=randn(rng, *batch, keys, d_k, std=scale),
+            V=randn(rng, *batch, keys, d_v),
+        )
+        if mask != "none":
+            m = rand(rng, *batch, queries, keys) < 0.5  # (..., queries, keys)
+            m[..., 0] = True
+            if mask == "fully_masked_row":
+                m[..., 1, :] = False
+            kw["mask"] = m
+        return kw
+
+    return make
+
+
+def draw_positions(rng: Rng, batch: tuple[int, ...], seq: int, max_seq_len: int, kind: str) -> Tensor | None:
+    """ "arange": 0..seq-1; "none": not given (the module's default, arange); "random": distinct
+    sorted positions anywhere below max_seq_len, drawn per batch entry (not arange: a left-padded
+    or packed sequence); "shuffled": the same, in a random order (nothing says positions
+    increase along the sequence); "end": the last seq positions before max_seq_len."""
+    if kind == "none":
+        return None
+    if kind == "arange":
+        return torch.arange(seq)
+    if kind == "end":
+        return torch.arange(max_seq_len - seq, max_seq_len)
+    rows = [np.sort(rng.choice(max_seq_len, size=seq, replace=False)) for _ in range(int(np.prod(batch)))]
+    if kind == "shuffled":
+        rows = [rng.permutation(row) for row in rows]
+    return torch.from_numpy(np.stack(rows).reshape(*batch, seq).astype(np.int64))
+
+
+def rope_case(
+    batch: tuple[int, ...],
+    seq: int,
+    d_k: int,
+    theta: float,
+    max_seq_len: int,
+    positions: str = "arange",
+    x_std: float = 1.0,
+) -> Make:
+    return lambda rng: dict(
+        d_k=d_k,
+        theta=theta,
+        max_seq_len=max_seq_len,
+        in_query_or_key=randn(rng, *batch, seq, d_k, std=x_std),
+        token_positions=draw_positions(rng, batch, seq, max_seq_len, positions),
+    )
+
+
+def attn_weights(rng: Rng, d_model: int, num_heads: int, num_kv_heads: int, prefix: str = "") -> dict:
+    d_k = d_model // num_heads
+    return {
+        f"{prefix}q_proj_weight": linear_weight(rng, d_model, d_model),
+        f"{prefix}k_proj_weight": linear_weight(rng, num_kv_heads * d_k, d_model),
+        f"{prefix}v_proj_weight": linear_weight(rng, num_kv_heads * d_k, d_model),
+        f"{prefix}o_proj_weight": linear_weight(rng, d_model, d_model),
+    }
+
+
+def mha_case(
+    batch: tuple[int, ...],
+    seq: int,
+    d_model: int,
+    num_heads: int,
+    num_kv_heads: int | None = None,
+    theta: float | None = None,
+    max_seq_len: int | None = None,
+    positions: str = "none",
+) -> Make:
+    """Without theta: run_multihead_self_attention (no RoPE); with it: ..._with_rope. Queries
+    and keys are scaled up (x_std 2) so that the attention is far from uniform."""
+
+    def make(rng):
+        kw = dict(
+            d_model=d_model,
+            num_heads=num_heads,
+            **attn_weights(rng, d_model, num_heads, num_kv_heads or num_heads),
+            in_features=randn(rng, *batch, seq, d_model, std=2.0),
+        )
+        if theta is not None:
+            kw.update(max_seq_len=max_seq_len, theta=theta)
+            pos = draw_positions(rng, batch, seq, max_seq_len, positions)
+            if pos is not None:
+                kw["token_positions"] = pos
+        return kw
+
+    return make
+
+
+def left_padding(rng: Rng, batch: tuple[int, ...], seq: int) -> tuple[Tensor, Tensor]:
+    """(attention_mask, token_positions) of shape (*batch, seq) for left-padded sequences: each
+    starts with a drawn number of padding tokens (the first with none, the last with at least
+    one), its own tokens counted from 0 after them."""
+    pads = rng.integers(0, seq // 2 + 1, size=batch).reshape(-1)
+    pads[0], pads[-1] = 0, max(1, pads[-1])
+    mask = (torch.arange(seq)[None, :] >= torch.from_numpy(pads)[:, None]).reshape(*batch, seq)
+    return mask, (torch.cumsum(mask.long(), dim=-1) - 1).clamp(min=0)
+
+
+def mha_cached_case(
+    batch: tuple[int, ...], seq: int, d_model: int, num_heads: int, num_kv_heads: int, prefill_length: int,
+    theta: float = 10000.0, padded: bool = False,
+) -> Make:  # fmt: skip
+    """run_multihead_self_attention_cached: RoPE attention over a prefill then one token a call;
+    padded: left padding masked out."""
+
+    def make(rng):
+        kw = dict(d_model=d_model, num_heads=num_heads, max_seq_len=2 * seq, theta=theta,
+                  **attn_weights(rng, d_model, num_heads, num_kv_heads),
+                  in_features=randn(rng, *batch, seq, d_model, std=2.0), prefill_length=prefill_length)  # fmt: skip
+        if padded:
+            kw["attention_mask"] = left_padding(rng, batch, seq)[0]
+        return kw
+
+    return make
+
 
 scaled_dot_product_attention = partial(Case, component="attention", adapter="run_scaled_dot_product_attention")
 rope = partial(Case, component="rope", adapter="run_rope")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import torch
 
 from cs336_basics.fixture_io import FIXTURES_DIR
-from cs336_basics.staff.builders import Make
+from cs336_basics.staff.cases.draw import Make
 from cs336_basics.testing import tolerance
 
 F32, BF16, F16, F64 = torch.float32, torch.bfloat16, torch.float16, torch.float64

@@ -1,9 +1,71 @@
-"""The feed-forward networks: SwiGLU, the position-wise FFN and the pre-norm FFN block."""
+"""The feed-forward networks, SwiGLU, the position-wise FFN and the pre-norm FFN block: the builders of
+their inputs, then their cases."""
 
 from functools import partial
 
-from cs336_basics.staff.builders import edited, ffn_block_case, positionwise_case, swiglu_case
 from cs336_basics.staff.cases.case import BF16, F64, B, Case
+from cs336_basics.staff.cases.draw import Make, edited, linear_weight, randn
+
+
+def swiglu_case(batch: tuple[int, ...], d_model: int, d_ff: int, x_std: float = 1.0) -> Make:
+    return lambda rng: dict(
+        d_model=d_model,
+        d_ff=d_ff,
+        w1_weight=linear_weight(rng, d_ff, d_model),
+        w2_weight=linear_weight(rng, d_model, d_ff),
+        w3_weight=linear_weight(rng, d_ff, d_model),
+        in_features=randn(rng, *batch, d_model, std=x_std),
+    )
+
+
+def positionwise_case(batch: tuple[int, ...], d_model: int, d_ff: int, activation: str = "gelu") -> Make:
+    return lambda rng: dict(
+        d_model=d_model,
+        d_ff=d_ff,
+        w1_weight=linear_weight(rng, d_ff, d_model),
+        b1=randn(rng, d_ff, std=0.5),
+        w2_weight=linear_weight(rng, d_model, d_ff),
+        b2=randn(rng, d_model, std=0.5),
+        in_features=randn(rng, *batch, d_model),
+        activation=activation,
+    )
+
+
+def ffn_block_case(
+    batch: tuple[int, ...],
+    d_model: int,
+    d_ff: int,
+    norm: str,
+    ffn: str,
+    activation: str,
+    bias: bool = False,
+    eps: float = 1e-5,
+) -> Make:
+    def make(rng):
+        w = {"ffn_norm.weight": randn(rng, d_model, std=0.5, mean=1.0)}
+        if norm == "layernorm" and bias:
+            w["ffn_norm.bias"] = randn(rng, d_model, std=0.5)
+        w["feed_forward.w1.weight"] = linear_weight(rng, d_ff, d_model)
+        w["feed_forward.w2.weight"] = linear_weight(rng, d_model, d_ff)
+        if ffn == "swiglu":
+            w["feed_forward.w3.weight"] = linear_weight(rng, d_ff, d_model)
+        elif bias:
+            w["feed_forward.w1.bias"] = randn(rng, d_ff, std=0.5)
+            w["feed_forward.w2.bias"] = randn(rng, d_model, std=0.5)
+        return dict(
+            d_model=d_model,
+            d_ff=d_ff,
+            weights=w,
+            in_features=randn(rng, *batch, d_model, std=2.0, mean=0.5),
+            norm=norm,
+            ffn=ffn,
+            activation=activation,
+            eps=eps,
+            bias=bias,
+        )
+
+    return make
+
 
 swiglu = partial(Case, component="swiglu", adapter="run_swiglu")
 positionwise_feedforward = partial(Case, component="positionwise_ffn", adapter="run_positionwise_feedforward")

@@ -1,10 +1,90 @@
-"""Generation and the sampling it is built from."""
+"""Generation and the sampling it is built from: the builders of their inputs, then their cases."""
 
 from functools import partial
 
-from cs336_basics.staff.builders import edited, generate_batch_case, generate_case, sampling_case
+import torch
+
 from cs336_basics.staff.cases.case import EXACT_INT64, F64, Case
+from cs336_basics.staff.cases.draw import Make, edited, randint
+from cs336_basics.staff.cases.model import lm_config, lm_weights
 from cs336_basics.staff.reference import expected_output
+
+
+def generate_batch_case(prompt_lengths: list[int], max_new_tokens: int, vocab_size: int, context_length: int,
+                        d_model: int, num_layers: int, num_heads: int, d_ff: int, temperature: float,
+                        top_p: float = 1.0, rope_theta: float = 10000.0) -> Make:  # fmt: skip
+    """Prompts of different lengths (zero-padded on the right into one (batch, width) tensor) for
+    adapters.run_generate_batch, sampled with a drawn seed."""
+
+    def make(rng):
+        w = lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_heads, d_ff, False)
+        ids = torch.zeros(len(prompt_lengths), max(prompt_lengths), dtype=torch.long)
+        for row, n in zip(ids, prompt_lengths, strict=True):
+            row[:n] = randint(rng, 0, vocab_size, (n,))
+        return dict(
+            **lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+            weights=w,
+            prompt_ids=ids,
+            prompt_lengths=torch.tensor(prompt_lengths),
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=int(rng.integers(2**31)),
+        )
+
+    return make
+
+
+def generate_case(
+    prompt_len: int,
+    max_new_tokens: int,
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float = 10000.0,
+    num_kv_heads: int | None = None,
+    tie: bool = False,
+    temperature: float | None = None,
+    top_p: float | None = None,
+) -> Make:
+    """Generation from small random weights: the token ids are the output. Greedy unless a
+    temperature is given, then sampled with a drawn seed (and top_p, if given)."""
+
+    def make(rng):
+        w = lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
+        kw = dict(
+            **lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+            weights=w,
+            prompt_ids=randint(rng, 0, vocab_size, (prompt_len,)),
+            max_new_tokens=max_new_tokens,
+        )
+        if temperature is not None:
+            kw.update(temperature=temperature, seed=int(rng.integers(2**31)))
+        if top_p is not None:
+            kw.update(top_p=top_p)
+        return kw
+
+    return make
+
+
+def sampling_case(batch: tuple[int, ...], vocab_size: int, std: float, what: str, **scalars) -> Make:
+    """Logits ~ N(0, std^2) over vocab_size tokens, for what = "filter" (their softmax, as probs,
+    for run_top_p_filter), "distribution" (run_next_token_distribution) or "draw"
+    (run_sample_next_token, with a drawn seed). scalars: temperature, top_p."""
+
+    def make(rng):
+        logits = torch.from_numpy(rng.standard_normal((*batch, vocab_size)) * std)  # float64
+        if what == "filter":
+            return dict(probs=torch.softmax(logits, dim=-1).float(), **scalars)
+        kw = dict(logits=logits.float(), **scalars)
+        if what == "draw":
+            kw["seed"] = int(rng.integers(2**31))
+        return kw
+
+    return make
 
 
 def _eos_is_the_third_token(kw: dict) -> None:

@@ -1,11 +1,36 @@
-"""Linear (with and without a bias) and Embedding."""
+"""Linear (with and without a bias) and Embedding: the builders of their inputs, then their cases."""
 
 from functools import partial
 
 import torch
 
-from cs336_basics.staff.builders import edited, embedding_case, init_case, linear_bias_case, linear_case
 from cs336_basics.staff.cases.case import BF16, EXACT, EXACT_INT64, F64, B, Case
+from cs336_basics.staff.cases.draw import Make, edited, init_case, linear_weight, randint, randn
+
+
+def linear_case(batch: tuple[int, ...], d_in: int, d_out: int, x_std: float = 1.0) -> Make:
+    return lambda rng: dict(
+        d_in=d_in, d_out=d_out, weights=linear_weight(rng, d_out, d_in), in_features=randn(rng, *batch, d_in, std=x_std)
+    )
+
+
+def linear_bias_case(batch: tuple[int, ...], d_in: int, d_out: int) -> Make:
+    return lambda rng: dict(
+        d_in=d_in,
+        d_out=d_out,
+        weights=linear_weight(rng, d_out, d_in),
+        biases=randn(rng, d_out, std=0.5),
+        in_features=randn(rng, *batch, d_in),
+    )
+
+
+def embedding_case(batch: tuple[int, ...], vocab_size: int, d_model: int) -> Make:
+    def make(rng):
+        ids = randint(rng, 0, vocab_size, batch)
+        ids.view(-1)[:2] = torch.tensor([0, vocab_size - 1])  # witness: both ends of the vocabulary
+        return dict(vocab_size=vocab_size, d_model=d_model, weights=randn(rng, vocab_size, d_model), token_ids=ids)
+
+    return make
 
 
 def _repeat_ids(kw: dict) -> None:  # ids 0 and vocab-1 already first; repeat them and one more id

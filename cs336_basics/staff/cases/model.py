@@ -1,9 +1,188 @@
-"""The transformer block and the language model."""
+"""The transformer block and the language model: the builders of their inputs (the language model's
+weights too, which generation's builders use), then their cases."""
 
 from functools import partial
 
-from cs336_basics.staff.builders import block_ablation_case, block_case, lm_ablation_case, lm_cached_case, lm_case
+import torch
+from torch import Tensor
+
+from cs336_basics.staff.cases.attention import attn_weights, draw_positions, left_padding
 from cs336_basics.staff.cases.case import BF16, F64, Case
+from cs336_basics.staff.cases.draw import Make, Rng, linear_weight, randint, randn
+
+
+def _block_weights(rng: Rng, d_model: int, num_heads: int, num_kv_heads: int, d_ff: int, prefix: str = "") -> dict:
+    attn = attn_weights(rng, d_model, num_heads, num_kv_heads)
+    return {
+        f"{prefix}ln1.weight": randn(rng, d_model, std=0.5, mean=1.0),
+        f"{prefix}attn.q_proj.weight": attn["q_proj_weight"],
+        f"{prefix}attn.k_proj.weight": attn["k_proj_weight"],
+        f"{prefix}attn.v_proj.weight": attn["v_proj_weight"],
+        f"{prefix}attn.output_proj.weight": attn["o_proj_weight"],
+        f"{prefix}ln2.weight": randn(rng, d_model, std=0.5, mean=1.0),
+        f"{prefix}ffn.w1.weight": linear_weight(rng, d_ff, d_model),
+        f"{prefix}ffn.w2.weight": linear_weight(rng, d_model, d_ff),
+        f"{prefix}ffn.w3.weight": linear_weight(rng, d_ff, d_model),
+    }
+
+
+def block_case(
+    batch: int,
+    seq: int,
+    d_model: int,
+    num_heads: int,
+    d_ff: int,
+    max_seq_len: int,
+    theta: float,
+    num_kv_heads: int | None = None,
+    eps: float | None = None,
+    positions: str = "none",
+    padding: bool = False,
+) -> Make:
+    """eps, token_positions (draw_positions' kinds) and a padding mask (padding_mask) when asked."""
+
+    def make(rng):
+        kw = dict(
+            d_model=d_model,
+            num_heads=num_heads,
+            d_ff=d_ff,
+            max_seq_len=max_seq_len,
+            theta=theta,
+            weights=_block_weights(rng, d_model, num_heads, num_kv_heads or num_heads, d_ff),
+            in_features=randn(rng, batch, seq, d_model, std=2.0),
+        )
+        return kw | _sequence_options(rng, batch, seq, max_seq_len, eps, positions, padding)
+
+    return make
+
+
+def padding_mask(rng: Rng, batch: int, seq: int) -> Tensor:
+    """(batch, seq) bools, False (a key to hide) with probability 1/4, never key 0: every query
+    still sees a key through the causal mask."""
+    mask = torch.from_numpy(rng.random((batch, seq)) >= 0.25)
+    mask[:, 0] = True
+    return mask
+
+
+def _sequence_options(rng: Rng, batch: int, seq: int, max_seq_len: int, eps, positions: str, padding: bool) -> dict:
+    """The block's and the language model's optional arguments, those asked for only."""
+    kw = {} if eps is None else {"eps": eps}
+    pos = draw_positions(rng, (batch,), seq, max_seq_len, positions)
+    if pos is not None:
+        kw["token_positions"] = pos
+    if padding:
+        kw["attention_mask"] = padding_mask(rng, batch, seq)
+    return kw
+
+
+def lm_weights(
+    rng: Rng, vocab_size: int, d_model: int, num_layers: int, num_heads: int, num_kv_heads: int, d_ff: int, tie: bool
+) -> dict:
+    w = {"token_embeddings.weight": randn(rng, vocab_size, d_model)}
+    for i in range(num_layers):
+        w.update(_block_weights(rng, d_model, num_heads, num_kv_heads, d_ff, prefix=f"layers.{i}."))
+    w["ln_final.weight"] = randn(rng, d_model, std=0.5, mean=1.0)
+    if not tie:  # tied (SmolLM2): the head is token_embeddings.weight
+        w["lm_head.weight"] = linear_weight(rng, vocab_size, d_model) * 4.0  # logits O(1), far from uniform
+    return w
+
+
+def lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta) -> dict:
+    return dict(
+        vocab_size=vocab_size,
+        context_length=context_length,
+        d_model=d_model,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        d_ff=d_ff,
+        rope_theta=rope_theta,
+    )
+
+
+def lm_case(
+    batch: int,
+    seq: int,
+    vocab_size: int,
+    context_length: int,
+    d_model: int,
+    num_layers: int,
+    num_heads: int,
+    d_ff: int,
+    rope_theta: float = 10000.0,
+    num_kv_heads: int | None = None,
+    tie: bool = False,
+    eps: float | None = None,
+    positions: str = "none",
+    padding: bool = False,
+) -> Make:
+    """eps, token_positions (draw_positions' kinds) and a padding mask (padding_mask) when asked."""
+
+    def make(rng):
+        w = lm_weights(rng, vocab_size, d_model, num_layers, num_heads, num_kv_heads or num_heads, d_ff, tie)
+        ids = randint(rng, 0, vocab_size, (batch, seq))
+        ids.view(-1)[:2] = torch.tensor([0, vocab_size - 1])  # both ends of the vocabulary
+        return dict(
+            **lm_config(vocab_size, context_length, d_model, num_layers, num_heads, d_ff, rope_theta),
+            weights=w,
+            in_indices=ids,
+            **_sequence_options(rng, batch, seq, context_length, eps, positions, padding),
+        )
+
+    return make
+
+
+def _ablated(weights: dict, norm: str, ffn: str) -> dict:
+    """The weights of an ablated block or model: no RMSNorm gains with norm "none", no w3 with ffn "silu"."""
+    dropped = ("ln1.weight", "ln2.weight", "ln_final.weight") if norm == "none" else ()
+    dropped += ("ffn.w3.weight",) if ffn == "silu" else ()
+    return {k: v for k, v in weights.items() if not k.endswith(dropped)}
+
+
+def block_ablation_case(
+    batch: int, seq: int, d_model: int, num_heads: int, d_ff: int, norm: str, ffn: str, eps: float,
+    num_kv_heads: int | None = None,
+) -> Make:  # fmt: skip
+    """run_transformer_block_ablation: CS336's ablations of the block, RMSNorm eps given."""
+
+    def make(rng):
+        weights = _block_weights(rng, d_model, num_heads, num_kv_heads or num_heads, d_ff)
+        return dict(d_model=d_model, num_heads=num_heads, d_ff=d_ff, max_seq_len=2 * seq, theta=10000.0,
+                    weights=_ablated(weights, norm, ffn), in_features=randn(rng, batch, seq, d_model, std=2.0),
+                    norm=norm, ffn=ffn, eps=eps)  # fmt: skip
+
+    return make
+
+
+def lm_ablation_case(
+    batch: int, seq: int, vocab_size: int, d_model: int, num_layers: int, num_heads: int, d_ff: int,
+    norm: str, position: str, ffn: str, eps: float,
+) -> Make:  # fmt: skip
+    """run_transformer_lm_ablation: CS336's ablations of the model (untied head, context 2 seq)."""
+
+    def make(rng):
+        kw = lm_case(batch, seq, vocab_size, 2 * seq, d_model, num_layers, num_heads, d_ff)(rng)
+        return dict(kw, weights=_ablated(kw["weights"], norm, ffn), norm=norm, position=position, ffn=ffn, eps=eps)
+
+    return make
+
+
+def lm_cached_case(
+    batch: int, seq: int, vocab_size: int, d_model: int, num_layers: int, num_heads: int, d_ff: int,
+    prefill_length: int, num_kv_heads: int | None = None, padded: bool = False,
+) -> Make:  # fmt: skip
+    """run_transformer_lm_cached: a prefill then one token a call; padded: a left-padded batch
+    with its attention mask and each sequence's own positions."""
+
+    def make(rng):
+        kw = lm_case(batch, seq, vocab_size, 2 * seq, d_model, num_layers, num_heads, d_ff,
+                     num_kv_heads=num_kv_heads)(rng)  # fmt: skip
+        kw["prefill_length"] = prefill_length
+        if padded:
+            kw["attention_mask"], kw["token_positions"] = left_padding(rng, (batch,), seq)
+        return kw
+
+    return make
+
 
 transformer_block = partial(Case, component="block", adapter="run_transformer_block")
 transformer_lm = partial(Case, component="lm", adapter="run_transformer_lm")

@@ -1,9 +1,28 @@
-"""RMSNorm and LayerNorm."""
+"""RMSNorm and LayerNorm: the builders of their inputs, then their cases."""
 
 from functools import partial
 
-from cs336_basics.staff.builders import edited, init_case, layernorm_case, rmsnorm_case
 from cs336_basics.staff.cases.case import BF16, EXACT_INT64, F16, F64, B, Case
+from cs336_basics.staff.cases.draw import Make, edited, init_case, randn
+
+
+def rmsnorm_case(batch: tuple[int, ...], d_model: int, eps: float, x_std: float = 1.0) -> Make:
+    return lambda rng: dict(
+        d_model=d_model,
+        eps=eps,
+        weights=randn(rng, d_model, std=0.5, mean=1.0),  # witness: a gain that is not all ones
+        in_features=randn(rng, *batch, d_model, std=x_std),
+    )
+
+
+def layernorm_case(batch: tuple[int, ...], d_model: int, eps: float, x_std: float = 1.0, x_mean: float = 0.0) -> Make:
+    return lambda rng: dict(
+        d_model=d_model,
+        eps=eps,
+        weights=randn(rng, d_model, std=0.5, mean=1.0),
+        biases=randn(rng, d_model, std=0.5),
+        in_features=randn(rng, *batch, d_model, std=x_std, mean=x_mean),
+    )
 
 
 def _zero_row_and_spike(kw: dict) -> None:

@@ -1,17 +1,61 @@
-"""Tensor parallelism."""
+"""Tensor parallelism: the builders of its inputs (the single-process builders of the FFN, attention
+and the model, on world_size ranks), then its cases."""
 
 from functools import partial
 
-from cs336_basics.staff.builders import (
-    edited,
-    parallel_attention_case,
-    parallel_column_case,
-    parallel_ffn_case,
-    parallel_lm_case,
-    parallel_row_case,
-    with_grad_output,
-)
+from cs336_basics.staff.cases.attention import mha_case
 from cs336_basics.staff.cases.case import BF16, EXACT_INT64, F64, B, Case
+from cs336_basics.staff.cases.draw import Make, Rng, edited, linear_weight, randn
+from cs336_basics.staff.cases.ffn import swiglu_case
+from cs336_basics.staff.cases.model import lm_case
+
+
+def parallel_column_case(
+    batch: tuple[int, ...], d_in: int, d_out: int, world_size: int, gather_output: bool = True
+) -> Make:
+    return lambda rng: dict(
+        d_in=d_in, d_out=d_out, world_size=world_size, weights=linear_weight(rng, d_out, d_in),
+        in_features=randn(rng, *batch, d_in), gather_output=gather_output,
+    )  # fmt: skip
+
+
+def parallel_row_case(batch: tuple[int, ...], d_in: int, d_out: int, world_size: int) -> Make:
+    return lambda rng: dict(
+        d_in=d_in, d_out=d_out, world_size=world_size, weights=linear_weight(rng, d_out, d_in),
+        in_features=randn(rng, *batch, d_in),
+    )  # fmt: skip
+
+
+def parallel_ffn_case(batch: tuple[int, ...], d_model: int, d_ff: int, world_size: int, x_std: float = 1.0) -> Make:
+    swiglu = swiglu_case(batch, d_model, d_ff, x_std)
+    return lambda rng: {"world_size": world_size, **swiglu(rng)}
+
+
+def parallel_attention_case(batch: tuple[int, ...], seq: int, d_model: int, num_heads: int, num_kv_heads: int,
+                            world_size: int, theta: float = 10000.0, positions: str = "none") -> Make:  # fmt: skip
+    """mha_case's RoPE attention (run_multihead_self_attention_with_rope's arguments) on world_size ranks."""
+    mha = mha_case(batch, seq, d_model, num_heads, num_kv_heads, theta, max_seq_len=2 * seq, positions=positions)
+    return lambda rng: {"world_size": world_size, **mha(rng)}
+
+
+def parallel_lm_case(batch: int, seq: int, vocab_size: int, context_length: int, d_model: int, num_layers: int,
+                     num_heads: int, d_ff: int, world_size: int, **options) -> Make:  # fmt: skip
+    """lm_case's model (run_transformer_lm's arguments, lm_case's options) on world_size ranks."""
+    lm = lm_case(batch, seq, vocab_size, context_length, d_model, num_layers, num_heads, d_ff, **options)
+    return lambda rng: {"world_size": world_size, **lm(rng)}
+
+
+def with_grad_output(make: Make, d_out_key: str) -> Make:
+    """A backward case: `make`'s inputs and a gradient of the output, ~ N(0, 1), shaped as the
+    output (in_features' leading dimensions, then the size under d_out_key or its weight's rows)."""
+
+    def make_backward(rng: Rng) -> dict:
+        kw = make(rng)
+        d_out = kw[d_out_key] if isinstance(kw[d_out_key], int) else kw[d_out_key].shape[0]
+        return dict(kw, grad_output=randn(rng, *kw["in_features"].shape[:-1], d_out))
+
+    return make_backward
+
 
 column_parallel_linear = partial(Case, component="parallel", adapter="run_column_parallel_linear")
 row_parallel_linear = partial(Case, component="parallel", adapter="run_row_parallel_linear")

@@ -1,20 +1,185 @@
-"""Training: cross-entropy, AdamW, the learning-rate schedule, gradient clipping, batches and checkpoints."""
+"""Training, cross-entropy, AdamW, the learning-rate schedule, gradient clipping, batches and
+checkpoints: the builders of their inputs, then their cases."""
 
 from functools import partial
 
+import numpy as np
 import torch
+from torch import Tensor
 
-from cs336_basics.staff.builders import (
-    adamw_case,
-    checkpoint_case,
-    cross_entropy_case,
-    edited,
-    get_batch_case,
-    get_batch_generator_case,
-    gradient_clipping_case,
-    lr_schedule_case,
-)
 from cs336_basics.staff.cases.case import BF16, BIG, EXACT_INT64, F16, F32, F64, B, Case
+from cs336_basics.staff.cases.draw import Make, Rng, edited, randint, randn
+
+
+def cross_entropy_case(
+    batch: tuple[int, ...], vocab_size: int, std: float, mean: float = 0.0, target_margin: float = 0.0
+) -> Make:
+    """Logits (..., vocab_size) ~ N(mean, std^2) and uniform targets; the first two targets are
+    the two ends of the vocabulary. target_margin is added to each target's logit (a confident
+    model: a small loss, log(1 + small), which half-precision arithmetic along the way loses)."""
+
+    def make(rng):
+        targets = randint(rng, 0, vocab_size, batch)
+        ends = torch.tensor([0, vocab_size - 1])[: targets.numel()]
+        targets.view(-1)[: len(ends)] = ends
+        inputs = randn(rng, *batch, vocab_size, std=std, mean=mean)
+        inputs.scatter_add_(-1, targets.unsqueeze(-1), torch.full((*batch, 1), target_margin))
+        return dict(inputs=inputs, targets=targets)
+
+    return make
+
+
+def away_from_zero(rng: Rng, *shape: int, scale: float) -> Tensor:
+    """Values of size scale * [0.5, 3.5) or so, with random signs: |x| = scale * (0.5 + |N(0, 1)|)."""
+    z = rng.standard_normal(shape)
+    return torch.from_numpy((np.sign(z) * (0.5 + np.abs(z)) * scale).astype(np.float32))
+
+
+def adamw_case(
+    shapes: dict[str, tuple[int, ...]],
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    eps: float = 1e-8,
+    betas: tuple[float, float] = (0.9, 0.999),
+    grad_scale: float = 1.0,
+    param_std: float = 1.0,
+    group_lrs: tuple[float, ...] | None = None,
+    resume_after: int = 0,
+) -> Make:
+    """Parameters ~ N(0, param_std^2) and `steps` gradients per parameter of size grad_scale *
+    [0.5, 3.5) (away from 0: a tiny |g| on the first step makes where eps sits matter, which the
+    hyper-parameters of a case decide instead). group_lrs: one param group per parameter (sorted
+    names) with that lr; resume_after: the optimizer's state_dict moves to a new one after that
+    many steps (adapters.run_adamw_steps)."""
+
+    def make(rng):
+        params = {name: randn(rng, *shape, std=param_std) for name, shape in shapes.items()}
+        grads = {name: away_from_zero(rng, steps, *shape, scale=grad_scale) for name, shape in shapes.items()}
+        extra = {} if group_lrs is None else {"group_lrs": torch.tensor(group_lrs, dtype=torch.float64)}
+        extra |= {"resume_after": resume_after} if resume_after else {}
+        return (
+            dict(params=params, grads=grads, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay)
+            | extra
+        )
+
+    return make
+
+
+def lr_schedule_case(
+    max_learning_rate: float,
+    min_learning_rate: float,
+    warmup_iters: int,
+    cosine_cycle_iters: int,
+    random_iters: int = 16,
+) -> Make:
+    """The schedule at its boundaries (0, 1, warmup_iters - 1, warmup_iters, warmup_iters + 1,
+    the middle of the annealing, cosine_cycle_iters - 1, cosine_cycle_iters, cosine_cycle_iters + 1,
+    far beyond) and at `random_iters` iterations drawn up to 1.5 cosine_cycle_iters."""
+    w, c = warmup_iters, cosine_cycle_iters
+    fixed = [0, 1, w - 1, w, w + 1, (w + c) // 2, c - 1, c, c + 1, 10 * c + 7]
+
+    def make(rng):
+        drawn = rng.integers(0, (3 * c) // 2 + 2, size=random_iters).tolist()
+        iterations = torch.tensor([i for i in fixed if i >= 0] + drawn, dtype=torch.int64)
+        return dict(
+            iterations=iterations,
+            max_learning_rate=max_learning_rate,
+            min_learning_rate=min_learning_rate,
+            warmup_iters=warmup_iters,
+            cosine_cycle_iters=cosine_cycle_iters,
+        )
+
+    return make
+
+
+def gradient_clipping_case(
+    shapes: dict[str, tuple[int, ...]],
+    max_l2_norm: float,
+    norm_ratio: float,
+    params_without_grad: int = 0,
+    one_pass: bool = False,
+    with_norm: bool = False,
+) -> Make:
+    """Gradients whose global L2 norm is norm_ratio * max_l2_norm exactly (> 1: clipped; < 1: left
+    alone), one parameter's gradient much larger than the others' (so that per-parameter norms
+    and the global norm clip differently); with_norm: the norm it returns is graded too."""
+
+    def make(rng):
+        grads = {name: randn(rng, *shape) for name, shape in shapes.items()}
+        first = sorted(grads)[0]
+        grads[first] = grads[first] * 8.0  # one dominant gradient
+        norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values()))
+        scale = norm_ratio * max_l2_norm / float(norm)
+        grads = {name: (g.double() * scale).float() for name, g in grads.items()}
+        extra = {"with_norm": True} if with_norm else {}
+        return (
+            dict(grads=grads, max_l2_norm=max_l2_norm, params_without_grad=params_without_grad, one_pass=one_pass)
+            | extra
+        )
+
+    return make
+
+
+def get_batch_generator_case(num_tokens: int, batch_size: int, context_length: int, num_batches: int) -> Make:
+    """Distinct token ids and a generator seed (adapters.run_get_batch_generator_checks)."""
+
+    def make(rng):
+        ids = rng.choice(65536, size=num_tokens, replace=False).astype(np.int64)
+        return dict(
+            dataset=torch.from_numpy(ids),
+            batch_size=batch_size,
+            context_length=context_length,
+            num_batches=num_batches,
+            seed=int(rng.integers(2**31)),
+        )
+
+    return make
+
+
+def get_batch_case(
+    num_tokens: int,
+    batch_size: int,
+    context_length: int,
+    num_batches: int,
+    vocab_size: int = 65536,
+    token_dtype: str = "uint16",
+) -> Make:
+    """A token stream of distinct ids (a row's first token names its start; not arange, so
+    targets = inputs + 1 is wrong) and a seed for the global generators (adapters.run_get_batch_checks)."""
+
+    def make(rng):
+        ids = rng.choice(vocab_size, size=num_tokens, replace=False).astype(np.int64)
+        return dict(
+            dataset=torch.from_numpy(ids),
+            batch_size=batch_size,
+            context_length=context_length,
+            num_batches=num_batches,
+            seed=int(rng.integers(2**31)),
+            token_dtype=token_dtype,
+        )
+
+    return make
+
+
+def checkpoint_case(
+    shapes: dict[str, tuple[int, ...]],
+    steps: int,
+    steps_before: int,
+    lr: float = 1e-2,
+    weight_decay: float = 0.1,
+    to: str = "path",
+) -> Make:
+    """Weights and one gradient per optimizer step for each (adapters.run_checkpoint_resume)."""
+
+    def make(rng):
+        weights = {name: randn(rng, *shape) for name, shape in shapes.items()}
+        gradients = {name: randn(rng, steps, *shape) for name, shape in shapes.items()}
+        return dict(
+            weights=weights, gradients=gradients, steps_before=steps_before, lr=lr, weight_decay=weight_decay, to=to
+        )
+
+    return make
 
 
 def _weights_and_a_buffer(rng) -> dict:
