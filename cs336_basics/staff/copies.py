@@ -1,7 +1,7 @@
 """Submissions made from the reference, to test and measure the similarity report (similarity.py):
 copies of the reference's solution regions, exact or disguised (locals renamed, functions in
 another order, comments and blank lines added), and independent solutions of the same kernels
-(the mistake catalogue's accepted variants, and the alternatives below).
+(the mistake catalogue's accepted variants and alternatives).
 
     handout_package(dest)                       -> dest/cs336_basics, the handout's package (regions stubbed)
     fill(dest, bodies)                          -> each named region's stub replaced by its body
@@ -24,7 +24,8 @@ from cs336_basics import REPO
 from cs336_basics.staff.grader.similarity import given_code
 from cs336_basics.staff.handout import BEGIN, END, all_solution_regions
 
-# functional.py's kernels with an accepted variant in the mistake catalogue (mistakes/variants.py)
+# functional.py's kernels with an accepted variant and an alternative in the mistake catalogue
+# (cs336_basics/staff/mistakes/<area>.py)
 INDEPENDENT_KERNELS = (
     "linear",
     "silu",
@@ -133,92 +134,17 @@ def variant_bodies() -> dict[str, str]:
     return found
 
 
-# Correct implementations of INDEPENDENT_KERNELS written for this module, the way another student
-# might: loops and explicit broadcasting where the reference and the variants use library calls.
-ALTERNATIVES = {
-    "functional.linear": """
-        out = torch.einsum("...i,oi->...o", x, weight)
-        if bias is not None:
-            out += bias
-        return out
-    """,
-    "functional.silu": """
-        wide = x.double() if x.dtype == torch.float64 else x.float()
-        gate = 1.0 / (1.0 + (-wide).exp())
-        return (wide * gate).type_as(x)
-    """,
-    "functional.softmax": """
-        work = x.double() if x.dtype == torch.float64 else x.float()
-        peak = torch.max(work, dim=dim, keepdim=True).values
-        peak = torch.nan_to_num(peak, neginf=0.0)
-        e = (work - peak).exp()
-        denominator = e.sum(dim, keepdim=True)
-        denominator[denominator == 0] = 1.0
-        return (e / denominator).type_as(x)
-    """,
-    "functional.rmsnorm": """
-        work = x.double() if x.dtype == torch.float64 else x.float()
-        d = work.shape[-1]
-        square_sum = (work * work).sum(dim=-1, keepdim=True)
-        root_mean = torch.sqrt(square_sum / d + eps)
-        g = weight.double() if x.dtype == torch.float64 else weight.float()
-        return (g * (work / root_mean)).type_as(x)
-    """,
-    "functional.layernorm": """
-        work = x.double() if x.dtype == torch.float64 else x.float()
-        n = work.shape[-1]
-        mu = work.sum(-1, keepdim=True) / n
-        centred = work - mu
-        sigma2 = (centred * centred).sum(-1, keepdim=True) / n
-        y = centred / (sigma2 + eps).sqrt()
-        y = y * weight.type_as(y)
-        if bias is None:
-            return y.type_as(x)
-        return (y + bias.type_as(y)).type_as(x)
-    """,
-    "functional.swiglu_ffn": """
-        a = torch.einsum("...d,fd->...f", x, w1)
-        b = torch.einsum("...d,fd->...f", x, w3)
-        h = silu(a) * b
-        return torch.einsum("...f,df->...d", h, w2)
-    """,
-    "functional.scaled_dot_product_attention": """
-        work = torch.float64 if Q.dtype == torch.float64 else torch.float32
-        logits = Q.to(work) @ K.to(work).transpose(-2, -1)
-        logits = logits / math.sqrt(K.size(-1))
-        if mask is not None:
-            logits = torch.where(mask, logits, torch.full_like(logits, -math.inf))
-        weights = softmax(logits, dim=-1)
-        return weights.to(V.dtype) @ V
-    """,
-    "functional.rope": """
-        c = cos[token_positions]
-        s = sin[token_positions]
-        work = x.double() if x.dtype == torch.float64 else x.float()
-        evens, odds = work[..., 0::2], work[..., 1::2]
-        result = torch.empty_like(work)
-        result[..., 0::2] = evens * c.type_as(work) - odds * s.type_as(work)
-        result[..., 1::2] = evens * s.type_as(work) + odds * c.type_as(work)
-        return result.type_as(x)
-    """,
-    "functional.grouped_query_attention": """
-        heads, kv_heads = q.shape[-3], k.shape[-3]
-        per_group = heads // kv_heads
-        outputs = []
-        for h in range(heads):
-            kv = h // per_group
-            m = None
-            if mask is not None:
-                m = mask if mask.dim() < 3 or mask.shape[-3] == 1 else mask[..., h, :, :]
-            outputs.append(scaled_dot_product_attention(q[..., h, :, :], k[..., kv, :, :], v[..., kv, :, :], m))
-        return torch.stack(outputs, dim=-3)
-    """,
-}
-
-
 def alternative_bodies() -> dict[str, str]:
-    """ALTERNATIVES, dedented."""
-    return {q: textwrap.dedent(body) for q, body in ALTERNATIVES.items()}
+    """The mistake catalogue's alternatives of INDEPENDENT_KERNELS (written the way another student
+    might: loops and explicit broadcasting where the reference and the variants use library calls),
+    as bodies of those regions."""
+    from cs336_basics.staff.mistakes import ALTERNATIVES
+
+    found = {f"functional.{a.kernel}": textwrap.dedent(a.body) for a in ALTERNATIVES if a.kernel in INDEPENDENT_KERNELS}
+    missing = {f"functional.{k}" for k in INDEPENDENT_KERNELS} - set(found)
+    if missing:
+        raise LookupError(f"no alternative for {sorted(missing)} in cs336_basics/staff/mistakes")
+    return found
 
 
 def cohort(dest: Path, n: int, seed: int = 0) -> list[Path]:

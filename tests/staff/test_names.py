@@ -1,5 +1,5 @@
 """A name is never wrong: no snapshot test gives a known wrong implementation (a catalogued
-mistake or a confuser, cs336_basics/staff/mistakes/confusers.py) the name of another mistake.
+mistake or a confuser, cs336_basics/staff/mistakes/<area>.py) the name of another mistake.
 A fingerprint several of them reproduce carries what the output shows instead (make_fixtures.py);
 this checks that rule on every public case each of them fails."""
 

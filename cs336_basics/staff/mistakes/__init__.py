@@ -1,20 +1,31 @@
 """The mistake catalogue: plausible wrong implementations of the kernels, each with a diagnosis
-in words, and correct implementations written differently (the accepted variants).
+in words; correct implementations written differently (the accepted variants); wrong ones the
+catalogue does not name (the confusers); and independent correct bodies of functional.py's
+kernels (the alternatives).
 
 Staff only. The fixture generator stores, for every public case a mistake fails, a fingerprint
 of the mistake's output (make_fixtures.py), so a student's failing output can be named
 ("your output equals what RMSNorm with epsilon outside the square root gives") without
 shipping any of this code. tests/staff/test_mistake_catalogue.py checks that every mistake
-fails a case and is named there, and that every variant passes every case.
+fails a case and is named there, and that every variant passes every case (which shows the
+tolerances are not tighter than the arithmetic allows). A confuser is one bug in otherwise
+correct code: a snapshot test may describe what its output shows, but must never give it a
+catalogued mistake's name (tests/staff/test_names.py). The alternatives are the similarity
+tests' independent solutions (copies.py), written the way another student might: loops and
+explicit broadcasting where the reference and the variants use library calls.
 
-One submodule per area (ffn.py, decoder.py, parallel.py, variants.py, ...). Each entry is
+One submodule per area, with the area names of the case registry (cs336_basics/staff/cases/):
+linear, activations, norms, ffn, attention, model, generate, training, bpe, parallel. Each
+holds its components' entries, a component's section after another's. Each entry is
 registered by the decorator right above its function:
 
     @mistake("rmsnorm-sum_not_mean", F, "rmsnorm", diagnosis="RMSNorm with the sum of squares ...")
     def rmsnorm_sum_not_mean(x, weight, eps=1e-5, cast_before_gain=False): ...
 
-A new area is a new `mistakes/<area>.py`: every submodule of this package is imported below, and
-the collected entries are ordered by `cs336_basics.COMPONENTS`, so nothing here needs editing.
+or, for an alternative, by `alternative(component, kernel, body)`. A new area is a new
+`mistakes/<area>.py`: every submodule of this package is imported below, and the collected
+entries are ordered by `cs336_basics.COMPONENTS` (registration order within a component), so
+nothing here needs editing.
 """
 
 import contextlib
@@ -66,9 +77,20 @@ class Mistake(Variant):
     shows: str = ""
 
 
+@dataclass(frozen=True)
+class Alternative:
+    """A correct body of functional.<kernel>'s solution region, written independently of the
+    reference and of the accepted variants."""
+
+    component: str
+    kernel: str
+    body: str  # source, any indentation
+
+
 MISTAKES: list[Mistake] = []  # each fails at least one public snapshot case
 VARIANTS: list[Variant] = []  # each passes every case
 CONFUSERS: list[Variant] = []  # wrong, not named by the catalogue: never to be given a catalogued name
+ALTERNATIVES: list[Alternative] = []  # the similarity tests' independent solutions (copies.py)
 
 
 def mistake(name: str, owner: object, attribute: str, *, diagnosis: str, shows: str = "",
@@ -103,6 +125,11 @@ def confuser(name: str, owner: object, attribute: str):
     return register
 
 
+def alternative(component: str, kernel: str, body: str) -> None:
+    """Register `body` as the alternative of functional.<kernel>, a kernel of `component`."""
+    ALTERNATIVES.append(Alternative(component, kernel, body))
+
+
 def up(x):
     """x in float64 if it is float64, else in float32 (the compute dtype of the kernels)."""
     return x.to(torch.float64 if x.dtype == torch.float64 else torch.float32)
@@ -121,5 +148,5 @@ def _in_component_order(entry) -> int:
     return COMPONENTS.index(component) if component in COMPONENTS else len(COMPONENTS)
 
 
-for _entries in (MISTAKES, VARIANTS, CONFUSERS):
+for _entries in (MISTAKES, VARIANTS, CONFUSERS, ALTERNATIVES):
     _entries.sort(key=_in_component_order)  # stable: registration order within a component

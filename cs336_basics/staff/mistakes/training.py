@@ -1,16 +1,18 @@
-"""Mistakes in the training components: the cross-entropy loss, AdamW, the cosine learning-rate
-schedule and gradient clipping; and their accepted variants (correct, written differently)."""
+"""Cross-entropy, AdamW, the learning-rate schedule, gradient clipping, get_batch and the checkpoint:
+their mistakes, accepted variants and confusers."""
 
+import copy
 import math
 
+import numpy as np
 import torch
 
-from cs336_basics import optim
+from cs336_basics import data, optim, serialization
 from cs336_basics.nn import functional as F
 
-from . import mistake, up, variant
+from . import confuser, mistake, up, variant
 
-# ---- cross_entropy (functional.cross_entropy) -----------------------------------------------
+# ---- cross_entropy (functional.cross_entropy) ----------------------------------------------------
 
 NOT_FINITE_LOSS = (
     "a loss that is not finite for logits of size 1e4 (exp of a large logit overflowing, or the log of a "
@@ -132,7 +134,7 @@ def cross_entropy_log_softmax(inputs, targets):
     return (-_target_logit(log_probs, t)).mean().to(inputs.dtype)
 
 
-# ---- adamw (AdamW.step) ---------------------------------------------------------------------
+# ---- adamw (AdamW.step) --------------------------------------------------------------------------
 # Each entry replaces AdamW.step with the loop below around its own per-parameter update.
 
 
@@ -229,7 +231,43 @@ def adamw_cs336_algorithm_1(p, g, state, lr, beta1, beta2, eps, weight_decay):
     p.sub_(lr * weight_decay * p)
 
 
-# ---- lr_schedule (optim.get_lr_cosine_schedule) ---------------------------------------------
+def _adamw_update(p, state, lr, beta1, beta2, eps, weight_decay):
+    state["step"] += 1
+    t, m, v, g = state["step"], state["m"], state["v"], p.grad
+    p.mul_(1.0 - lr * weight_decay)
+    m.mul_(beta1).add_(g, alpha=1.0 - beta1)
+    v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
+    p.sub_(lr * (m / (1.0 - beta1**t)) / ((v / (1.0 - beta2**t)).sqrt() + eps))
+
+
+def _new_state(p):
+    return {"step": 0, "m": torch.zeros_like(p), "v": torch.zeros_like(p)}
+
+
+@confuser("adamw-one_lr_for_every_group", optim.AdamW, "step")
+@torch.no_grad()
+def adamw_one_lr_for_every_group(self, closure=None):
+    for group in self.param_groups:
+        beta1, beta2 = group["betas"]
+        for p in group["params"]:
+            if p.grad is not None:
+                state = self.state[p] if self.state[p] else self.state[p].update(_new_state(p)) or self.state[p]
+                _adamw_update(p, state, self.defaults["lr"], beta1, beta2, group["eps"], group["weight_decay"])
+
+
+@confuser("adamw-moments_outside_state", optim.AdamW, "step")
+@torch.no_grad()
+def adamw_moments_outside_state(self, closure=None):
+    moments = self.__dict__.setdefault("moments", {})  # state_dict() does not see it
+    for group in self.param_groups:
+        beta1, beta2 = group["betas"]
+        for p in group["params"]:
+            if p.grad is not None:
+                state = moments.setdefault(id(p), _new_state(p))
+                _adamw_update(p, state, group["lr"], beta1, beta2, group["eps"], group["weight_decay"])
+
+
+# ---- lr_schedule (optim.get_lr_cosine_schedule) --------------------------------------------------
 
 
 def _warmup(it, max_lr, warmup):
@@ -309,7 +347,7 @@ def lr_cosine_squared(it, max_lr, min_lr, warmup, cycle):
     return min_lr + (max_lr - min_lr) * math.cos(math.pi / 2 * (it - warmup) / (cycle - warmup)) ** 2
 
 
-# ---- gradient_clipping (optim.gradient_clipping) --------------------------------------------
+# ---- gradient_clipping (optim.gradient_clipping) -------------------------------------------------
 
 
 def _grads(parameters):
@@ -428,3 +466,235 @@ def clip_coefficient_clamped(parameters, max_l2_norm, eps=1e-6):
     for g in grads:
         g.mul_(coef.to(g.dtype))
     return norm
+
+
+@confuser("gradient_clipping-norm_without_square_root", optim, "gradient_clipping")
+def clip_norm_without_square_root(parameters, max_l2_norm, eps=1e-6):
+    grads = _grads(parameters)
+    norm = sum(g.double().pow(2).sum() for g in grads)  # the sum of squares, no sqrt
+    if norm > max_l2_norm:
+        for g in grads:
+            g.mul_(max_l2_norm / (norm + eps))
+    return norm
+
+
+@confuser("gradient_clipping-mean_of_squares", optim, "gradient_clipping")
+def clip_mean_of_squares(parameters, max_l2_norm, eps=1e-6):
+    grads = _grads(parameters)
+    norm = torch.cat([g.double().reshape(-1) for g in grads]).pow(2).mean()
+    if norm > max_l2_norm:
+        for g in grads:
+            g.mul_(max_l2_norm / (norm + eps))
+    return norm
+
+
+@confuser("gradient_clipping-rebinds_g", optim, "gradient_clipping")
+def clip_rebinds_g(parameters, max_l2_norm, eps=1e-6):
+    grads = _grads(parameters)
+    norm = torch.stack([g.double().pow(2).sum() for g in grads]).sum().sqrt()
+    if norm > max_l2_norm:
+        for g in grads:
+            g = g * (max_l2_norm / (norm + eps))  # noqa: PLW2901 -- rebinds the name, scales nothing
+    return norm
+
+
+@confuser("gradient_clipping-returns_nothing", optim, "gradient_clipping")
+def clip_returns_nothing(parameters, max_l2_norm, eps=1e-6):
+    grads = _grads(parameters)
+    norm = torch.stack([g.float().pow(2).sum() for g in grads]).sum().sqrt()
+    if norm > max_l2_norm:
+        for g in grads:
+            g.mul_(max_l2_norm / (norm + eps))
+
+
+@confuser("gradient_clipping-squares_in_the_gradient_dtype", optim, "gradient_clipping")
+def clip_squares_in_the_gradient_dtype(parameters, max_l2_norm, eps=1e-6):
+    grads = _grads(parameters)
+    norm = torch.stack([g.pow(2).sum() for g in grads]).sum().sqrt()  # float16 squares overflow to inf
+    if norm > max_l2_norm:
+        for g in grads:
+            g.mul_(max_l2_norm / (norm + eps))
+    return norm
+
+
+# ---- get_batch (data.get_batch) ------------------------------------------------------------------
+# get_batch's and checkpoint's graded cases are scenarios (adapters.run_get_batch_checks, run_checkpoint_resume)
+# whose output records behaviour, so behaviours are named by the output's fingerprint like any wrong value:
+# which checks of the batches fail, or the iteration and parameters a resumed training ends with.
+
+
+def _windows(dataset, starts, context_length, device):
+    positions = np.asarray(starts)[:, None] + np.arange(context_length + 1)
+    return torch.from_numpy(np.asarray(dataset[positions], dtype=np.int64)).to(device)
+
+
+@mistake(
+    "get_batch-never_last_window",
+    data,
+    "get_batch",
+    diagnosis="get_batch drawing starts from 0 .. len(dataset) - context_length - 2 (the last window is never "
+    "drawn: randint's upper bound is exclusive)",
+)
+def get_batch_never_last_window(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length - 1, (batch_size,), generator=generator)  # one start short
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, 1:]
+
+
+@mistake(
+    "get_batch-never_first_window",
+    data,
+    "get_batch",
+    diagnosis="get_batch drawing starts from 1, never 0",
+    shows="batches in which the first window (start 0) is never drawn",
+)
+def get_batch_never_first_window(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(1, len(dataset) - context_length, (batch_size,), generator=generator)  # counts from 1
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, 1:]
+
+
+@mistake(
+    "get_batch-targets_not_shifted",
+    data,
+    "get_batch",
+    diagnosis="get_batch returning the inputs as the targets (not moved on by one token)",
+    shows="targets that are not the inputs' windows moved on by one token (y[:, i] != x[:, i + 1])",
+)
+def get_batch_targets_not_shifted(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, :-1].clone()  # y = x
+
+
+@mistake(
+    "get_batch-one_window_per_batch",
+    data,
+    "get_batch",
+    diagnosis="get_batch drawing one start per batch and repeating its window in every row",
+)
+def get_batch_one_window_per_batch(dataset, batch_size, context_length, device, generator=None):
+    start = torch.randint(0, len(dataset) - context_length, (1,), generator=generator)
+    w = _windows(dataset, start.numpy().repeat(batch_size), context_length, device)  # the same window in every row
+    return w[:, :-1], w[:, 1:]
+
+
+@mistake(
+    "get_batch-keeps_token_dtype",
+    data,
+    "get_batch",
+    diagnosis="get_batch returning the token file's dtype (uint16 or int32) instead of torch.long",
+    shows="batches failing the first check: inputs and targets each a torch.long tensor of shape "
+    "(batch_size, context_length) on the device",
+)
+def get_batch_keeps_token_dtype(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = torch.from_numpy(np.asarray(dataset[starts.numpy()[:, None] + np.arange(context_length + 1)])).to(device)
+    return w[:, :-1], w[:, 1:]  # uint16 or int32 like the token file, not torch.long
+
+
+@mistake(
+    "get_batch-reads_whole_file",
+    data,
+    "get_batch",
+    diagnosis="get_batch copying the whole token file into memory (np.array(dataset)) to take a few windows",
+)
+def get_batch_reads_whole_file(dataset, batch_size, context_length, device, generator=None):
+    tokens = np.array(dataset)  # a copy of the whole token file in memory
+    starts = torch.randint(0, len(tokens) - context_length, (batch_size,), generator=generator)
+    w = _windows(tokens, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, 1:]
+
+
+@variant("get_batch-numpy_slices", data, "get_batch")
+def get_batch_numpy_slices(dataset, batch_size, context_length, device, generator=None):
+    """Correct, written otherwise: one NumPy slice per row."""
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator).tolist()
+    rows = np.stack([np.asarray(dataset[s : s + context_length + 1], dtype=np.int64) for s in starts])
+    return torch.tensor(rows[:, :-1], device=device), torch.tensor(rows[:, 1:], device=device)
+
+
+@confuser("get_batch-transposed", data, "get_batch")
+def get_batch_transposed(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1].T.contiguous(), w[:, 1:].T.contiguous()
+
+
+@confuser("get_batch-targets_are_inputs_plus_one", data, "get_batch")
+def get_batch_targets_are_inputs_plus_one(dataset, batch_size, context_length, device, generator=None):
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, :-1] + 1  # the next token id, not the next token
+
+
+@confuser("get_batch-reseeds_generator", data, "get_batch")
+def get_batch_reseeds_generator(dataset, batch_size, context_length, device, generator=None):
+    generator = torch.Generator().manual_seed(0)  # the same draw on every call
+    starts = torch.randint(0, len(dataset) - context_length, (batch_size,), generator=generator)
+    w = _windows(dataset, starts.numpy(), context_length, device)
+    return w[:, :-1], w[:, 1:]
+
+
+# ---- checkpoint (serialization.save_checkpoint, load_checkpoint) ---------------------------------
+
+OPTIMIZER_STATE_LOST = (
+    "a resumed training whose steps after the load are those of an optimizer starting again from zero "
+    "(AdamW's moments and step count did not come back: saved, or loaded?)"
+)
+
+
+@mistake(
+    "checkpoint-optimizer_state_not_saved",
+    serialization,
+    "save_checkpoint",
+    diagnosis="save_checkpoint keeping the optimizer's hyper-parameters but not its state (AdamW's moments and "
+    "step count restart at zero)",
+    shows=OPTIMIZER_STATE_LOST,
+)
+def save_checkpoint_without_optimizer_state(model, optimizer, iteration, out):
+    optimizer_state = {"state": {}, "param_groups": optimizer.state_dict()["param_groups"]}  # hyper-parameters only
+    serialization.write_checkpoint(
+        {"model": model.state_dict(), "optimizer": optimizer_state, "iteration": iteration}, out
+    )
+
+
+@mistake(
+    "checkpoint-optimizer_not_loaded",
+    serialization,
+    "load_checkpoint",
+    diagnosis="load_checkpoint restoring the model but not the optimizer (AdamW's moments and step count "
+    "restart at zero)",
+    shows=OPTIMIZER_STATE_LOST,
+)
+def load_checkpoint_skips_optimizer(src, model, optimizer):
+    state = serialization.read_checkpoint(src)
+    model.load_state_dict(state["model"])
+    return state["iteration"]  # the optimizer's moments and step count start again from zero
+
+
+@mistake(
+    "checkpoint-iteration_not_restored",
+    serialization,
+    "load_checkpoint",
+    diagnosis="load_checkpoint returning 0 instead of the stored iteration",
+)
+def load_checkpoint_iteration_zero(src, model, optimizer):
+    state = serialization.read_checkpoint(src)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return 0  # the iteration is not restored
+
+
+@mistake(
+    "checkpoint-model_loaded_into_a_copy",
+    serialization,
+    "load_checkpoint",
+    diagnosis="load_checkpoint loading the weights into a new model object, not into the model it was given",
+)
+def load_checkpoint_into_a_copy(src, model, optimizer):
+    state = serialization.read_checkpoint(src)
+    model = copy.deepcopy(model)  # rebinding the name: the caller's model keeps its old parameters
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return state["iteration"]

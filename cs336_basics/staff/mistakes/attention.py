@@ -1,17 +1,15 @@
-"""Mistakes in the decoder: attention, RoPE, multi-head self-attention, the decoder layer, the
-language model and generation."""
+"""Scaled dot-product attention, RoPE and multi-head self-attention: their mistakes, accepted variants
+and alternative solutions."""
 
 import math
 
 import torch
 
-import cs336_basics.generation.generate as generation
-from cs336_basics.nn import TransformerBlock, TransformerLM
 from cs336_basics.nn import functional as F
 
-from . import mistake
+from . import alternative, mistake, up, variant
 
-# ---- attention (scaled_dot_product_attention) --------------------------------------------------
+# ---- attention (scaled_dot_product_attention) ----------------------------------------------------
 
 
 def _masked(scores, blocked):
@@ -20,12 +18,6 @@ def _masked(scores, blocked):
 
 def _blocked(mask):
     return None if mask is None else ~mask
-
-
-GENERATION_DIVERGES = (
-    "token ids that diverge where several known mistakes make them diverge (positions or the KV cache in "
-    "generation, or attention or the model underneath): check that `pytest -k lm` and `-k mha` pass first"
-)
 
 
 @mistake(
@@ -111,7 +103,35 @@ def _softmax_in_input_dtype(s):
     return e * e.sum(-1, keepdim=True).clamp(min=torch.finfo(s.dtype).tiny).reciprocal()
 
 
-# ---- rope -------------------------------------------------------------------------------------------
+@variant("attention-scaled_queries_logsumexp", F, "scaled_dot_product_attention")
+def attention_scaled_queries_logsumexp(Q, K, V, mask=None):
+    # Q / sqrt(d_k) before the product, softmax as exp(s - logsumexp(s)); a fully masked row -> zeros
+    dtype = up(Q).dtype
+    scores = (up(Q) * Q.shape[-1] ** -0.5) @ up(K).transpose(-1, -2)
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=dtype))
+    lse = torch.logsumexp(scores, -1, keepdim=True)
+    probs = torch.where(torch.isneginf(lse), torch.zeros_like(scores), torch.exp(scores - lse))
+    return probs.to(V.dtype) @ V
+
+
+alternative(
+    "attention",
+    "scaled_dot_product_attention",
+    """
+    work = torch.float64 if Q.dtype == torch.float64 else torch.float32
+    logits = Q.to(work) @ K.to(work).transpose(-2, -1)
+    logits = logits / math.sqrt(K.size(-1))
+    if mask is not None:
+        logits = torch.where(mask, logits, torch.full_like(logits, -math.inf))
+    weights = softmax(logits, dim=-1)
+    return weights.to(V.dtype) @ V
+    """,
+)
+
+
+# ---- rope ----------------------------------------------------------------------------------------
+
 
 _rope = F.rope  # the correct kernel, for mistakes that call it while F.rope is replaced
 
@@ -185,7 +205,32 @@ def rope_no_upcast(x, cos, sin, token_positions):
     return _rope_with_tables(x, cos[token_positions].to(x.dtype), sin[token_positions].to(x.dtype))
 
 
-# ---- mha: each mistake changes one step of project -> split heads -> rotate -> attend -> merge -------
+@variant("rope-complex_multiplication", F, "rope")
+def rope_complex_multiplication(x, cos, sin, token_positions):
+    # Meta's llama apply_rotary_emb: adjacent pairs as complex numbers times e^{i angle}
+    dtype = up(x).dtype
+    rot = torch.complex(cos[token_positions].to(dtype), sin[token_positions].to(dtype))  # (..., seq, d_k/2)
+    z = torch.view_as_complex(up(x).reshape(*x.shape[:-1], -1, 2).contiguous())
+    return torch.view_as_real(z * rot).flatten(-2).to(x.dtype)
+
+
+alternative(
+    "rope",
+    "rope",
+    """
+    c = cos[token_positions]
+    s = sin[token_positions]
+    work = x.double() if x.dtype == torch.float64 else x.float()
+    evens, odds = work[..., 0::2], work[..., 1::2]
+    result = torch.empty_like(work)
+    result[..., 0::2] = evens * c.type_as(work) - odds * s.type_as(work)
+    result[..., 1::2] = evens * s.type_as(work) + odds * c.type_as(work)
+    return result.type_as(x)
+    """,
+)
+
+
+# ---- mha: each mistake changes one step of project -> split heads -> rotate -> attend -> merge ----
 
 
 def _split_heads(t, d_k):
@@ -320,202 +365,26 @@ def causal_mask_strict(num_queries, num_keys, device=None):
     return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=offset - 1)
 
 
-# ---- decoder layer and lm (as forward functions of the modules) ---------------------------------------
+@variant("mha-repeat_kv", F, "grouped_query_attention")
+def gqa_repeat_kv(q, k, v, mask=None):
+    # Hugging Face's repeat_kv: copy each key/value head for its group of query heads
+    group = q.shape[-3] // k.shape[-3]
+    return F.scaled_dot_product_attention(q, k.repeat_interleave(group, -3), v.repeat_interleave(group, -3), mask)
 
 
-@mistake(
-    "block-post_norm",
-    TransformerBlock,
-    "forward",
-    diagnosis="the decoder layer normalising after each residual sum (post-norm)",
+alternative(
+    "mha",
+    "grouped_query_attention",
+    """
+    heads, kv_heads = q.shape[-3], k.shape[-3]
+    per_group = heads // kv_heads
+    outputs = []
+    for h in range(heads):
+        kv = h // per_group
+        m = None
+        if mask is not None:
+            m = mask if mask.dim() < 3 or mask.shape[-3] == 1 else mask[..., h, :, :]
+        outputs.append(scaled_dot_product_attention(q[..., h, :, :], k[..., kv, :, :], v[..., kv, :, :], m))
+    return torch.stack(outputs, dim=-3)
+    """,
 )
-def decoder_block_post_norm(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = block.ln1(x + block.attn(x, token_positions, kv_cache, attention_mask))  # Vaswani et al. 2017
-    return block.ln2(h + block.ffn(h))
-
-
-@mistake(
-    "block-no_first_residual",
-    TransformerBlock,
-    "forward",
-    diagnosis="the decoder layer without the attention residual (h = attention(ln1(x)), not x + attention(ln1(x)))",
-)
-def decoder_block_no_attention_residual(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
-    return h + block.ffn(block.ln2(h))
-
-
-@mistake(
-    "block-ffn_reads_block_input",
-    TransformerBlock,
-    "forward",
-    diagnosis="the decoder layer feeding ln2 the layer's input x instead of h = x + attention",
-)
-def decoder_block_ffn_reads_block_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
-    return h + block.ffn(block.ln2(x))  # a parallel block by accident
-
-
-@mistake("block-norms_swapped", TransformerBlock, "forward", diagnosis="the decoder layer with ln1 and ln2 swapped")
-def decoder_block_norms_swapped(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln2(x), token_positions, kv_cache, attention_mask)
-    return h + block.ffn(block.ln1(h))
-
-
-@mistake(
-    "block-second_residual_adds_input",
-    TransformerBlock,
-    "forward",
-    diagnosis="the decoder layer's second residual adding the layer's input x instead of h = x + attention "
-    "(x + FFN(Norm(h)))",
-)
-def decoder_block_second_residual_adds_input(block, x, token_positions=None, kv_cache=None, attention_mask=None):
-    h = x + block.attn(block.ln1(x), token_positions, kv_cache, attention_mask)
-    return x + block.ffn(block.ln2(h))
-
-
-def _layers(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
-    """The reference's layers: positions after what the cache holds unless given, each layer's cache, the mask."""
-    if token_positions is None:
-        past = kv_cache[0].length if kv_cache else 0
-        token_positions = torch.arange(past, past + in_indices.shape[-1], device=in_indices.device)
-    x = model.token_embeddings(in_indices)
-    for i, layer in enumerate(model.layers):
-        x = layer(x, token_positions, kv_cache[i] if kv_cache else None, attention_mask)
-    return x
-
-
-def _head(model):
-    return model.token_embeddings.weight if model.lm_head is None else model.lm_head.weight
-
-
-@mistake(
-    "lm-no_final_norm", TransformerLM, "forward", diagnosis="the language model without ln_final before the output head"
-)
-def lm_no_final_norm(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
-    return F.linear(_layers(model, in_indices, token_positions, kv_cache, attention_mask), _head(model))
-
-
-@mistake(
-    "lm-returns_probabilities",
-    TransformerLM,
-    "forward",
-    diagnosis="the language model returning softmax probabilities instead of logits",
-)
-def lm_softmax_output(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
-    x = _layers(model, in_indices, token_positions, kv_cache, attention_mask)
-    return F.softmax(F.linear(model.ln_final(x), _head(model)), -1)
-
-
-@mistake(
-    "lm-head_always_tied",
-    TransformerLM,
-    "forward",
-    diagnosis="the language model using token_embeddings.weight as the output head even when lm_head.weight "
-    "is given (untied)",
-)
-def lm_always_tied(model, in_indices, token_positions=None, kv_cache=None, attention_mask=None):
-    # (positions starting at 1 instead of 0 would be no mistake: RoPE scores depend only on offsets)
-    x = _layers(model, in_indices, token_positions, kv_cache, attention_mask)
-    return F.linear(model.ln_final(x), model.token_embeddings.weight)
-
-
-# ---- generate (replacements for cs336_basics.generation.generate.generate) -----------------------------------------
-
-
-def _prefill(model, prompt_ids, max_new_tokens):
-    ids = torch.tensor(list(prompt_ids))[None]
-    return ids, min(max_new_tokens, model.config.context_length - ids.shape[-1])
-
-
-def _greedy_with_cache(model, prompt_ids, max_new_tokens, next_input):
-    """Greedy decoding with a KV cache that feeds, after each chosen token, what
-    next_input(step, token, prompt ids) returns: (token ids (1,), their positions)."""
-    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
-    cache = model.new_kv_cache(ids.shape[-1] + budget)
-    with torch.no_grad():
-        logits = model(ids, kv_cache=cache)[:, -1]
-        for step in range(budget):
-            token = logits.argmax(-1)
-            yield int(token)
-            if step < budget - 1:
-                fed, positions = next_input(step, token, ids)
-                logits = model(fed[:, None], token_positions=positions, kv_cache=cache)[:, -1]
-
-
-@mistake(
-    "generate-positions_restart_with_cache",
-    generation,
-    "generate",
-    diagnosis="generation feeding each new token at position 0 (not after the cached ones)",
-    shows=GENERATION_DIVERGES,
-)
-def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
-                               generator=None, use_cache=True):  # fmt: skip
-    yield from _greedy_with_cache(
-        model, prompt_ids, max_new_tokens, lambda step, token, ids: (token, torch.tensor([0]))
-    )
-
-
-@mistake(
-    "generate-next_token_from_first_position",
-    generation,
-    "generate",
-    diagnosis="generation choosing each token from the logits of the first position instead of the last",
-    shows=GENERATION_DIVERGES,
-)
-def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
-                                 generator=None, use_cache=True):  # fmt: skip
-    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
-    with torch.no_grad():
-        for _ in range(budget):
-            ids = torch.cat([ids, model(ids)[:, 0].argmax(-1, keepdim=True)], -1)
-            yield int(ids[0, -1])
-
-
-@mistake(
-    "generate-newest_token_alone",
-    generation,
-    "generate",
-    diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)",
-    shows=GENERATION_DIVERGES,
-)
-def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
-                                generator=None, use_cache=True):  # fmt: skip
-    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
-    with torch.no_grad():
-        logits = model(ids)[:, -1]
-        for step in range(budget):
-            token = logits.argmax(-1)
-            yield int(token)
-            logits = model(token[:, None], token_positions=torch.tensor([ids.shape[-1] + step]))[:, -1]
-
-
-@mistake(
-    "generate-cached_position_off_by_one",
-    generation,
-    "generate",
-    diagnosis="generation feeding each new token one position too far (cache length + 1, not the cache length)",
-)
-def generate_cached_position_off_by_one(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0,
-                                        eos_token_ids=(), generator=None, use_cache=True):  # fmt: skip
-    yield from _greedy_with_cache(
-        model, prompt_ids, max_new_tokens, lambda step, token, ids: (token, torch.tensor([ids.shape[-1] + step + 1]))
-    )
-
-
-@mistake(
-    "generate-previous_token_after_prefill",
-    generation,
-    "generate",
-    diagnosis="generation feeding the model the token before the one it just chose (one step behind after the prompt)",
-)
-def generate_previous_token(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
-                            generator=None, use_cache=True):  # fmt: skip
-    chosen = []
-
-    def one_behind(step, token, ids):
-        chosen.append(token)
-        return (ids[:, -1] if step == 0 else chosen[-2]), torch.tensor([ids.shape[-1] + step])
-
-    yield from _greedy_with_cache(model, prompt_ids, max_new_tokens, one_behind)

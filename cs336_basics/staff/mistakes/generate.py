@@ -1,6 +1,7 @@
-"""Sampling mistakes (cs336_basics/generation/sampling.py and generation's stopping rule), graded under
-`generate`: temperature in the wrong place, the wrong nucleus, no renormalisation, a draw
-that is not the token id, and an end-of-sequence id that does not stop generation."""
+"""Generation (cs336_basics/generation/generate.py) and the sampling it is built from
+(cs336_basics/generation/sampling.py), graded under `generate`: its mistakes (positions and the KV
+cache, temperature in the wrong place, the wrong nucleus, no renormalisation, a draw that is not the
+token id, an end-of-sequence id that does not stop generation) and accepted variants."""
 
 import torch
 
@@ -10,7 +11,117 @@ from cs336_basics.nn import functional as F
 
 from . import mistake, variant
 
-_reference_generate = generation.generate
+_reference_generate = generation.generate  # the right one, kept before any patching
+
+
+# ---- decoding (replacements for generation.generate) ---------------------------------------------
+
+
+GENERATION_DIVERGES = (
+    "token ids that diverge where several known mistakes make them diverge (positions or the KV cache in "
+    "generation, or attention or the model underneath): check that `pytest -k lm` and `-k mha` pass first"
+)
+
+
+def _prefill(model, prompt_ids, max_new_tokens):
+    ids = torch.tensor(list(prompt_ids))[None]
+    return ids, min(max_new_tokens, model.config.context_length - ids.shape[-1])
+
+
+def _greedy_with_cache(model, prompt_ids, max_new_tokens, next_input):
+    """Greedy decoding with a KV cache that feeds, after each chosen token, what
+    next_input(step, token, prompt ids) returns: (token ids (1,), their positions)."""
+    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
+    cache = model.new_kv_cache(ids.shape[-1] + budget)
+    with torch.no_grad():
+        logits = model(ids, kv_cache=cache)[:, -1]
+        for step in range(budget):
+            token = logits.argmax(-1)
+            yield int(token)
+            if step < budget - 1:
+                fed, positions = next_input(step, token, ids)
+                logits = model(fed[:, None], token_positions=positions, kv_cache=cache)[:, -1]
+
+
+@mistake(
+    "generate-positions_restart_with_cache",
+    generation,
+    "generate",
+    diagnosis="generation feeding each new token at position 0 (not after the cached ones)",
+    shows=GENERATION_DIVERGES,
+)
+def generate_positions_restart(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                               generator=None, use_cache=True):  # fmt: skip
+    yield from _greedy_with_cache(
+        model, prompt_ids, max_new_tokens, lambda step, token, ids: (token, torch.tensor([0]))
+    )
+
+
+@mistake(
+    "generate-next_token_from_first_position",
+    generation,
+    "generate",
+    diagnosis="generation choosing each token from the logits of the first position instead of the last",
+    shows=GENERATION_DIVERGES,
+)
+def generate_from_first_position(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                                 generator=None, use_cache=True):  # fmt: skip
+    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
+    with torch.no_grad():
+        for _ in range(budget):
+            ids = torch.cat([ids, model(ids)[:, 0].argmax(-1, keepdim=True)], -1)
+            yield int(ids[0, -1])
+
+
+@mistake(
+    "generate-newest_token_alone",
+    generation,
+    "generate",
+    diagnosis="generation running only the newest token without a KV cache (it attends to itself alone)",
+    shows=GENERATION_DIVERGES,
+)
+def generate_cache_not_advanced(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                                generator=None, use_cache=True):  # fmt: skip
+    ids, budget = _prefill(model, prompt_ids, max_new_tokens)
+    with torch.no_grad():
+        logits = model(ids)[:, -1]
+        for step in range(budget):
+            token = logits.argmax(-1)
+            yield int(token)
+            logits = model(token[:, None], token_positions=torch.tensor([ids.shape[-1] + step]))[:, -1]
+
+
+@mistake(
+    "generate-cached_position_off_by_one",
+    generation,
+    "generate",
+    diagnosis="generation feeding each new token one position too far (cache length + 1, not the cache length)",
+)
+def generate_cached_position_off_by_one(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0,
+                                        eos_token_ids=(), generator=None, use_cache=True):  # fmt: skip
+    yield from _greedy_with_cache(
+        model, prompt_ids, max_new_tokens, lambda step, token, ids: (token, torch.tensor([ids.shape[-1] + step + 1]))
+    )
+
+
+@mistake(
+    "generate-previous_token_after_prefill",
+    generation,
+    "generate",
+    diagnosis="generation feeding the model the token before the one it just chose (one step behind after the prompt)",
+)
+def generate_previous_token(model, prompt_ids, max_new_tokens, temperature=0.0, top_p=1.0, eos_token_ids=(),
+                            generator=None, use_cache=True):  # fmt: skip
+    chosen = []
+
+    def one_behind(step, token, ids):
+        chosen.append(token)
+        return (ids[:, -1] if step == 0 else chosen[-2]), torch.tensor([ids.shape[-1] + step])
+
+    yield from _greedy_with_cache(model, prompt_ids, max_new_tokens, one_behind)
+
+
+# ---- sampling (cs336_basics/generation/sampling.py) ----------------------------------------------
 
 
 def _nucleus(probs, top_p, keep):
@@ -127,6 +238,9 @@ def greedy_at_any_temperature(logits, temperature=0.0, top_p=1.0, generator=None
     return logits.argmax(dim=-1)
 
 
+# ---- the end-of-sequence rule --------------------------------------------------------------------
+
+
 def _stopping(eos_rule):
     """generation.generate with its end-of-sequence rule replaced: eos_rule(tokens, eos) -> the
     tokens up to where this wrong rule stops."""
@@ -157,6 +271,7 @@ mistake(
     "(stopping at it, yielding it, or the model underneath: check that `pytest -k lm` passes first)",
 )(_stopping(lambda tokens, eos: tokens))
 
+
 mistake(
     "generate-eos_not_yielded",
     generation,
@@ -167,7 +282,7 @@ mistake(
 )(_stopping(_before_eos))
 
 
-# ---- correct, written differently ----
+# ---- correct, written differently ----------------------------------------------------------------
 
 
 @variant("generate-top_p_by_threshold", sampling, "top_p_filter")
@@ -186,3 +301,9 @@ def top_p_by_threshold(probs, top_p):
 def distribution_through_log_softmax(logits, temperature, top_p=1.0):
     scaled = _up(logits) / temperature
     return sampling.top_p_filter((scaled - scaled.logsumexp(dim=-1, keepdim=True)).exp(), top_p)
+
+
+@variant("generate-without_cache", generation, "generate")
+def generate_recomputing_everything(*args, **kwargs):
+    # no KV cache: the whole sequence runs again at every step
+    return _reference_generate(*args, **{**kwargs, "use_cache": False})
