@@ -170,3 +170,11 @@ class MaxErrors(dict):
         if name not in FLOORS:
             raise KeyError(f"{name!r} is not in tests/floors.py's FLOORS")
         self[name] = max(self.get(name, 0.0), float(scaled_error(actual, expected).max()))
+
+    @classmethod
+    def of(cls, name: str, pairs) -> "MaxErrors":
+        """{name: the largest max scaled error} over (actual, expected) pairs."""
+        errors = cls()
+        for actual, expected in pairs:
+            errors.keep(name, actual, expected)
+        return errors

@@ -48,10 +48,7 @@ def test_ffn_block_matches_torch_builtins(config):
 def measure_floors(seeds=range(1)) -> dict[str, float]:
     """{floor name: max scaled error} of the comparison with the built-ins above, on its inputs
     (`seeds` do not apply)."""
-    floors = MaxErrors()
-    for config in BUILTIN_CONFIGS.values():
-        floors.keep("ffn_block.f64", *_ours_and_builtin(config))
-    return floors
+    return MaxErrors.of("ffn_block.f64", (_ours_and_builtin(config) for config in BUILTIN_CONFIGS.values()))
 
 
 def test_ffn_block_is_identity_plus_ffn_of_norm():

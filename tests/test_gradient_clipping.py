@@ -52,10 +52,7 @@ def test_gradient_clipping_matches_torch_builtin(norm):
 def measure_floors(seeds=range(1)) -> dict[str, float]:
     """{floor name: max scaled error} of the comparison with the built-in above, on its inputs
     (`seeds` do not apply)."""
-    floors = MaxErrors()
-    for norm in BUILTIN_NORMS.values():
-        floors.keep("gradient_clipping.f64", *_ours_and_builtin(norm))
-    return floors
+    return MaxErrors.of("gradient_clipping.f64", (_ours_and_builtin(norm) for norm in BUILTIN_NORMS.values()))
 
 
 def test_gradient_clipping_scales_the_global_norm_to_max_l2_norm():

@@ -32,7 +32,4 @@ def test_silu_kernel_matches_torch_builtin(batch):
 def measure_floors(seeds=range(1)) -> dict[str, float]:
     """{floor name: max scaled error} of the comparison with the built-in above, on its inputs
     (`seeds` do not apply)."""
-    floors = MaxErrors()
-    for batch in BUILTIN_SHAPES.values():
-        floors.keep("silu.f64", *_ours_and_builtin(batch))
-    return floors
+    return MaxErrors.of("silu.f64", (_ours_and_builtin(batch) for batch in BUILTIN_SHAPES.values()))

@@ -33,10 +33,7 @@ def test_softmax_kernel_matches_torch_builtin(batch, dim):
 def measure_floors(seeds=range(1)) -> dict[str, float]:
     """{floor name: max scaled error} of the comparison with the built-in above, on its inputs
     (`seeds` do not apply)."""
-    floors = MaxErrors()
-    for batch, dim in BUILTIN_SHAPES.values():
-        floors.keep("softmax.f64", *_ours_and_builtin(batch, dim))
-    return floors
+    return MaxErrors.of("softmax.f64", (_ours_and_builtin(batch, dim) for batch, dim in BUILTIN_SHAPES.values()))
 
 
 def test_softmax_of_huge_logits_is_finite_and_sums_to_one():

@@ -34,10 +34,7 @@ def test_swiglu_kernel_matches_torch_builtin(batch):
 def measure_floors(seeds=range(1)) -> dict[str, float]:
     """{floor name: max scaled error} of the comparison with the built-ins above, on its inputs
     (`seeds` do not apply)."""
-    floors = MaxErrors()
-    for batch in BUILTIN_SHAPES.values():
-        floors.keep("swiglu.f64", *_ours_and_builtin(batch))
-    return floors
+    return MaxErrors.of("swiglu.f64", (_ours_and_builtin(batch) for batch in BUILTIN_SHAPES.values()))
 
 
 def test_swiglu_module_state_dict_keys_follow_meta_names():
