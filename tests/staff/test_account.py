@@ -24,7 +24,7 @@ CONFIGS = {
                                            d_ff=48, tie_embeddings=True), 1, 7),
     "multi_query": (TransformerLMConfig(vocab_size=33, context_length=9, d_model=30, num_layers=2, num_heads=5,
                                         d_ff=20, num_kv_heads=1), 2, 9),
-    "layernorm": (TransformerLMConfig(vocab_size=40, context_length=8, d_model=20, num_layers=2, num_heads=2,
+    "norm_kind_ln": (TransformerLMConfig(vocab_size=40, context_length=8, d_model=20, num_layers=2, num_heads=2,
                                       d_ff=24, norm_type="layernorm"), 2, 8),
 }  # fmt: skip
 

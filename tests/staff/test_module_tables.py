@@ -51,14 +51,14 @@ def test_module_tables_names_are_the_ones_the_configs_accept():
         TransformerLMConfig(50, 8, 8, 1, 2, 16, norm_type="dyt")
 
 
-def test_module_tables_layernorm_block_has_the_rmsnorm_block_s_keys_and_bias_free_layernorms():
+def test_module_tables_norm_type_changes_a_decoder_layer_s_norms_not_its_keys():
     rms, ln = TransformerBlock(16, 2, 32, 8, 1e4), TransformerBlock(16, 2, 32, 8, 1e4, norm_type="layernorm")
     assert isinstance(rms.ln1, RMSNorm) and isinstance(rms.ln2, RMSNorm)
     assert isinstance(ln.ln1, LayerNorm) and isinstance(ln.ln2, LayerNorm) and ln.ln1.bias is None
     assert list(ln.state_dict()) == list(rms.state_dict())
 
 
-def test_module_tables_layernorm_lm_builds_every_norm_a_layernorm():
+def test_module_tables_norm_type_reaches_every_norm_of_the_model_and_keeps_its_keys():
     model = TransformerLM(TransformerLMConfig(50, 8, 16, 2, 2, 32, norm_type="layernorm"))
     assert len(_norms(model)) == 5 and all(isinstance(m, LayerNorm) for m in _norms(model))
     assert list(model.state_dict()) == list(TransformerLM(TransformerLMConfig(50, 8, 16, 2, 2, 32)).state_dict())
