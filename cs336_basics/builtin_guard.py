@@ -116,7 +116,8 @@ _CROSS_ENTROPY = _SOFTMAX | _every_alias(
 _ADAMW = _every_alias("_fused_adam", "_fused_adamw")
 _DECODER = _ANYWHERE | _MHA | _LINEAR | _SILU | _GLU | _SOFTMAX | _RMSNORM | _EMBEDDING
 
-# component -> the built-ins (canonical names, see call_name) it may not call
+# component -> the built-ins (canonical names, see call_name) it may not call, where they are more
+# than _ANYWHERE (banned_for: a component not listed here is held to _ANYWHERE)
 BANNED = MappingProxyType(
     {
         "linear": _ANYWHERE | _LINEAR,
@@ -153,6 +154,12 @@ BANNED = MappingProxyType(
     }
 )
 
+
+def banned_for(component: str) -> frozenset[str]:
+    """The built-ins `component` may not call: its BANNED entry, or the ones no component may call."""
+    return BANNED.get(component, _ANYWHERE)
+
+
 _PREFIXES = (
     ("torch.nn.functional.", "F."),
     ("torch._C._nn.", "F."),
@@ -186,7 +193,7 @@ def forbidden_calls(component: str, calls: Iterable[str]) -> list[str]:
     its code made that call_rule's table does not allow it."""
     calls = set(calls)
     library = {c for c in calls if (callee := call_rule.callee_of(c)) and not call_rule.allowed_in(component, callee)}
-    return sorted((calls & BANNED[component]) | set(elementary_ops.not_elementary(component, calls)) | library)
+    return sorted((calls & banned_for(component)) | set(elementary_ops.not_elementary(component, calls)) | library)
 
 
 ELEMENTARY_RULE = (
@@ -201,7 +208,7 @@ ELEMENTARY_RULE = (
 def explain(component: str, banned: list[str]) -> str:
     """The message a student sees when `component` called the built-ins, operators or library code `banned`."""
     library = [b for b in banned if call_rule.callee_of(b) is not None]
-    operators = [b for b in banned if b not in library and b not in BANNED[component] and b.startswith("aten.")]
+    operators = [b for b in banned if b not in library and b not in banned_for(component) and b.startswith("aten.")]
     builtins = [b for b in banned if b not in library and b not in operators]
     parts = []
     if builtins:

@@ -1,36 +1,5 @@
-from cs336_basics.nn import convert, functional
+from cs336_basics.nn import convert, functional, modules
 from cs336_basics.nn.ffn_width import ffn_hidden_dim
-from cs336_basics.nn.modules import (
-    Embedding,
-    FFNBlock,
-    FFNBlockConfig,
-    LayerNorm,
-    Linear,
-    MultiHeadSelfAttention,
-    PositionWiseFFN,
-    RMSNorm,
-    RotaryPositionalEmbedding,
-    SwiGLUFFN,
-    TransformerBlock,
-    TransformerLM,
-    TransformerLMConfig,
-)
+from cs336_basics.nn.modules import *  # noqa: F403 (the modules, listed once: modules/__init__.py)
 
-__all__ = [
-    "Embedding",
-    "FFNBlock",
-    "FFNBlockConfig",
-    "LayerNorm",
-    "Linear",
-    "MultiHeadSelfAttention",
-    "PositionWiseFFN",
-    "RMSNorm",
-    "RotaryPositionalEmbedding",
-    "SwiGLUFFN",
-    "TransformerBlock",
-    "TransformerLM",
-    "TransformerLMConfig",
-    "convert",
-    "ffn_hidden_dim",
-    "functional",
-]
+__all__ = [*modules.__all__, "convert", "ffn_hidden_dim", "functional"]

@@ -114,6 +114,14 @@ DTYPE_CHECKED = CaughtBy(
     test_module_dtypes.test_module_parameters_take_the_given_dtype_and_device,
 )
 DEVICE_CHECKED = CaughtBy(CPU + "; test_module_dtypes builds every module on the meta device", DTYPE_CHECKED.test)
+# An init-check adapter (run_<module>_init_checks) builds the module from its arguments and scores
+# each check of its starting values: all 1 for a correct module of any valid size, whichever it is.
+INIT_CHECKS = {
+    f"{name}-{a}": SCENARIO
+    for name, f in inspect.getmembers(adapters, inspect.isfunction)
+    if name.endswith("_init_checks")
+    for a in inspect.signature(f).parameters
+}
 # One table: the adapter arguments ("run_x-arg"), module arguments no parent passes ("Class.method-arg") and
 # module arguments from one parent ("Parent>Class.method-arg") whose dropping changes no public case.
 EXCUSED = {
@@ -125,10 +133,7 @@ EXCUSED = {
         for a in ("dataset", "batch_size", "context_length", "num_batches", "seed")
     },
     **{f"run_checkpoint_checks-{a}": NO_PUBLIC_CASE for a in ("weights", "scale", "steps")},
-    **{f"run_linear_init_checks-{a}": SCENARIO for a in ("d_in", "d_out", "seed")},
-    **{f"run_embedding_init_checks-{a}": SCENARIO for a in ("vocab_size", "d_model", "seed")},
-    "run_rmsnorm_init_checks-d_model": SCENARIO,
-    "run_layernorm_init_checks-d_model": SCENARIO,
+    **INIT_CHECKS,
     **{
         f"run_tokenizer_encode_iterable_lazily-{a}": NO_PUBLIC_CASE
         for a in ("token_bytes", "token_offsets", "merges", "special_tokens", "text")

@@ -60,9 +60,10 @@ def test_docs_state_the_number_of_components():
         )
 
 
-def test_docs_mistake_count_is_the_catalogue_s():
+def test_docs_mistake_count_is_the_catalogue_s_if_stated():
+    # the README names no count (one per new mistake to edit); a count written there must be current
     counts = {int(n) for n in re.findall(r"\b(\d+) (?:catalogued )?mistakes\b", STAFF_README.read_text())}
-    assert counts == {len(MISTAKES)}, (
+    assert counts <= {len(MISTAKES)}, (
         f"tests/staff/README.md counts {sorted(counts)} mistakes; the catalogue has {len(MISTAKES)}"
     )
 
@@ -83,12 +84,11 @@ def test_handout_what_you_write_names_every_file_with_a_solution_region():
     assert not empty, f"'What you write' names files with nothing to write: {empty}"
 
 
-def test_handout_states_the_finished_package_s_size():
+def test_handout_s_size_statement_holds_for_the_finished_package():
     files, _ = submit.package_files(REPO)  # what `cs336 submit` zips of the reference: the finished package
-    kb = round(sum((REPO / p).stat().st_size for p in files) / 1000, -1)
-    stated = re.search(r"finished package is (\d+) files and about (\d+) kB", HANDOUT_README.read_text())
-    assert stated, "handout/README.md no longer states the finished package's size"
-    assert (int(stated[1]), int(stated[2])) == (len(files), kb), f"write: {len(files)} files and about {kb:.0f} kB"
+    size = sum((REPO / p).stat().st_size for p in files)
+    assert "finished package holds under a fifth of either" in HANDOUT_README.read_text()
+    assert 5 * len(files) < submit.MAX_PACKAGE_FILES and 5 * size < submit.MAX_PACKAGE_BYTES, (len(files), size)
 
 
 def test_handout_states_train_bpe_s_cpu_limit():

@@ -1,11 +1,11 @@
-"""The grading config, read from cs336_basics/staff/grading.toml: points per component (in the
-order the components run) and the limits a worker runs under."""
+"""The grading config, read from cs336_basics/staff/grading.toml: points per component and the
+limits a worker runs under. Components run in COMPONENTS order (cs336_basics/__init__.py)."""
 
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics import REPO
+from cs336_basics import COMPONENTS, REPO
 
 DEFAULT_CONFIG = REPO / "cs336_basics" / "staff" / "grading.toml"
 
@@ -39,7 +39,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class GradingConfig:
-    points: dict[str, int | float]  # component -> points, in running order
+    points: dict[str, int | float]  # component -> points
     limits: Limits
     # False runs workers without the sandbox (no user switch, no namespaces, no hidden paths).
     # Only for tests that show a cheat would work without it; the command line never sets it.
@@ -51,7 +51,8 @@ class GradingConfig:
 
     @property
     def components(self) -> list[str]:
-        return list(self.points)
+        """The graded components in running order: COMPONENTS', then any a course added."""
+        return [c for c in COMPONENTS if c in self.points] + [c for c in self.points if c not in COMPONENTS]
 
     @property
     def max_score(self) -> float:

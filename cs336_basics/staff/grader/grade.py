@@ -324,7 +324,7 @@ def grade(submission: Path, config: GradingConfig | None = None) -> GradeReport:
     report = GradeReport(
         str(submission),
         [],
-        dict(config.points),
+        {c: config.points[c] for c in config.components},
         notes=[f"grader and fixtures: {REPO}"],
         isolation=preflight.statement(config.isolate),
     )
