@@ -41,7 +41,7 @@ class TrainConfig:
     norm: str = "pre"  # pre / post / none: where the RMSNorms sit
     position: str = "rope"  # rope / none (NoPE)
     ffn: str = "swiglu"  # swiglu / silu (no gate)
-    norm_type: str = "rmsnorm"  # rmsnorm / layernorm: the norms' kind (nn/modules/registry.py NORMS)
+    norm_type: str = "rmsnorm"  # the norms' kind: a name in nn/modules/registry.py's NORMS
     # the optimisation: AdamW, the cosine schedule with warm-up, gradient clipping
     batch_size: int = 32  # the global batch, split across processes under torchrun
     max_steps: int = 600  # optimizer steps of the run

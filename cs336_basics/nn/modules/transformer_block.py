@@ -10,8 +10,8 @@ The ablations (CS336 section 7.3) are settings of the layer:
     ffn="silu"   ffn(x) = W2 SiLU(W1 x), a bias-free PositionWiseFFN: 2 d_model d_ff weights against
                  SwiGLU's 3 d_model d_ff, so d_ff = 4 d_model matches SwiGLU's at d_ff = 8/3 d_model
                  (8 d_model^2 each).
-`norm_type` (torchtitan's name) picks the norms' kind from the norm table, registry.NORMS:
-"rmsnorm" (the default) or "layernorm" (bias-free, as in PaLM)."""
+`norm_type` (torchtitan's name) picks the norms' kind by its name in the norm table,
+registry.NORMS (default "rmsnorm")."""
 
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn

@@ -9,7 +9,7 @@ norm = "pre" (the default), "post" or "none" (every RMSNorm removed, ln_final in
 position = "rope" (the default) or "none" (NoPE: no rotation, no position signal but the causal mask);
 ffn = "swiglu" (the default) or "silu" (W2 SiLU(W1 x), a PositionWiseFFN without biases).
 norm_type names the kind of every norm, ln_final's included, in the norm table registry.NORMS
-("rmsnorm", the default, or "layernorm")."""
+(default "rmsnorm")."""
 
 from dataclasses import dataclass
 
