@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import tqdm
 
 from cs336_basics import COMPONENTS, source_rule
 from cs336_basics.builtin_guard import assert_no_builtins
@@ -22,6 +23,11 @@ from ._no_dynamo import skip_dynamo_in_optimizer_methods
 # One thread, as the grader runs graded code: the tests' tensors are small, and a second thread
 # of PyTorch's pool only spins (CPU time, on a shared machine) between them.
 torch.set_num_threads(1)
+
+# No progress bar started in a test starts tqdm's monitor thread: a second thread makes
+# launch.default_start_method start tensor-parallel ranks with forkserver instead of fork, and a
+# test's patches (the mistake catalogue's) would then not reach the ranks of tests that run later.
+tqdm.tqdm.monitor_interval = 0
 
 # Building or saving any torch.optim.Optimizer, a student's AdamW too, would import torch._dynamo.
 skip_dynamo_in_optimizer_methods()

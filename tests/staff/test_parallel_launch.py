@@ -12,11 +12,12 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
+import tqdm
 
 from cs336_basics import REPO, call_rule
 from cs336_basics.builtin_guard import CallRecorder, forbidden_calls
 from cs336_basics.nn.parallel import comm
-from cs336_basics.nn.parallel.launch import START_METHOD_ENV, launch, recording_ranks
+from cs336_basics.nn.parallel.launch import START_METHOD_ENV, default_start_method, launch, recording_ranks
 
 from .. import _parallel as P
 from ..adapters import run_column_parallel_linear
@@ -197,3 +198,12 @@ def test_parallel_unfinished_heads_class_fails_only_the_heads_test(tmp_path):
     )
     assert failed == ["test_parallel_heads_split_equals_one_process"], out[-3000:]
     assert "ParallelAttention forward not written yet" in out
+
+
+@pytest.mark.skipif(sys.platform != "linux" or bool(os.environ.get(START_METHOD_ENV)), reason="fork: Linux's default")
+def test_parallel_launch_ranks_stay_forked_after_a_progress_bar_in_the_same_process():
+    # tqdm's monitor thread would make the process threaded, and later ranks forkserver-started,
+    # out of reach of the patches of the tests that run after (tests/conftest.py turns it off)
+    for _ in tqdm.tqdm(range(2), disable=False):
+        pass
+    assert default_start_method() == "fork"
