@@ -1,11 +1,12 @@
 """FLOPs of a TransformerLM, counting matrix multiplies only (2 m n p for an (m, n) @ (n, p)
-product): elementwise work (norms, RoPE, softmax, SiLU, residuals) is lower order in d_model.
+product): elementwise work (norms, RoPE, softmax, SiLU, residuals) is lower order in d_model, so
+norm and position change no count; ffn does (SwiGLU's W1, W3, W2 against the SiLU FFN's W1, W2).
 Backward costs twice the forward (each product's gradient for both operands), so training costs
 3x the forward pass (Kaplan et al. 2020: 6 N per token plus attention)."""
 
 from dataclasses import dataclass
 
-from cs336_basics.accounting.params import kv_width
+from cs336_basics.accounting.params import ffn_matrices, kv_width
 from cs336_basics.nn.modules.transformer_lm import TransformerLMConfig
 
 PARTS = ("attention", "ffn", "lm_head")
@@ -34,10 +35,14 @@ class Matmul:
 def forward_matmuls(c: TransformerLMConfig, batch: int, seq: int | None = None) -> list[Matmul]:
     """Every matrix multiply of a forward pass of `batch` sequences of `seq` tokens (default
     context_length). The attention scores are computed for all seq x seq pairs (the causal mask
-    is applied after them), once per query head: batch x num_heads products of (seq, d_head)."""
+    is applied after them), once per query head: batch x num_heads products of (seq, d_head). The
+    FFN's are W1 and W2, with W3 (the gate's partner) only for SwiGLU."""
     T = seq or c.context_length
     d, L, d_head = c.d_model, c.num_layers, c.d_model // c.num_heads
     tokens, heads = batch * T, batch * c.num_heads
+    gated = ffn_matrices(c) == 3  # SwiGLU: W2 (SiLU(W1 x) * W3 x); the SiLU FFN: W2 SiLU(W1 x)
+    ffn_in = [Matmul("W1 (gate)" if gated else "W1", "ffn", tokens, d, c.d_ff, L)]
+    ffn_in += [Matmul("W3 (up)", "ffn", tokens, d, c.d_ff, L)] if gated else []
     return [
         Matmul("Q projection", "attention", tokens, d, d, L),
         Matmul("K projection", "attention", tokens, d, kv_width(c), L),
@@ -45,8 +50,7 @@ def forward_matmuls(c: TransformerLMConfig, batch: int, seq: int | None = None) 
         Matmul("Q K^T (scores)", "attention", heads * T, d_head, T, L),
         Matmul("scores @ V", "attention", heads * T, T, d_head, L),
         Matmul("output projection", "attention", tokens, d, d, L),
-        Matmul("W1 (gate)", "ffn", tokens, d, c.d_ff, L),
-        Matmul("W3 (up)", "ffn", tokens, d, c.d_ff, L),
+        *ffn_in,
         Matmul("W2 (down)", "ffn", tokens, c.d_ff, d, L),
         Matmul("LM head", "lm_head", tokens, d, c.vocab_size),
     ]

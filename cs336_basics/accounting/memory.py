@@ -2,23 +2,25 @@
 AdamW's state (two moments per parameter) and the activations kept for the backward pass, with
 the activation terms CS336's adamwAccounting problem lists (per block: the RMSNorms, the Q/K/V
 projections, Q K^T, the softmax, the weighted sum of values, the output projection and the FFN's
-products and activation; then the final RMSNorm, the logits and the cross-entropy over them). This
-model's FFN is SwiGLU, so it keeps W3's product and the gated product besides W1's, SiLU's and W2's.
+products and activation; then the final RMSNorm, the logits and the cross-entropy over them). The
+SwiGLU FFN keeps W3's product and the gated product besides W1's, SiLU's and W2's; the SiLU FFN
+(ffn = "silu") only W1's, SiLU's and W2's; norm = "none" keeps no RMSNorm output.
 
 Peak memory is linear in the batch: a batch + b, a = activations of one sequence, b = parameters,
 gradients and AdamW state."""
 
 from dataclasses import dataclass
 
-from cs336_basics.accounting.params import kv_width, parameter_count
+from cs336_basics.accounting.params import ffn_matrices, kv_width, parameter_count
 from cs336_basics.nn.modules.transformer_lm import TransformerLMConfig
 
 
 def activation_terms(c: TransformerLMConfig, seq: int | None = None) -> dict[str, int]:
     """Elements kept per sequence of `seq` tokens (default context_length), by term, over all layers."""
     T, d, L, h = seq or c.context_length, c.d_model, c.num_layers, c.num_heads
-    return {
-        "RMSNorms in blocks (2 per block)": L * 2 * T * d,
+    norms, gated = c.norm != "none", ffn_matrices(c) == 3
+    terms = {
+        "RMSNorms in blocks (2 per block)": L * 2 * T * d * norms,
         "Q, K, V projections": L * T * (d + 2 * kv_width(c)),
         "Q K^T": L * h * T * T,
         "softmax": L * h * T * T,
@@ -26,13 +28,14 @@ def activation_terms(c: TransformerLMConfig, seq: int | None = None) -> dict[str
         "output projection": L * T * d,
         "W1 product": L * T * c.d_ff,
         "SiLU": L * T * c.d_ff,
-        "W3 product": L * T * c.d_ff,
-        "SiLU(W1 x) * W3 x": L * T * c.d_ff,
+        "W3 product": L * T * c.d_ff * gated,
+        "SiLU(W1 x) * W3 x": L * T * c.d_ff * gated,
         "W2 product": L * T * d,
-        "final RMSNorm": T * d,
+        "final RMSNorm": T * d * norms,
         "logits (output embedding)": T * c.vocab_size,
         "cross-entropy (softmax of the logits)": T * c.vocab_size,
     }
+    return {name: n for name, n in terms.items() if n}
 
 
 @dataclass(frozen=True)

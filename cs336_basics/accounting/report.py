@@ -75,6 +75,7 @@ def time_lines(c: TransformerLMConfig, b: Budget) -> list[str]:
 def report(c: TransformerLMConfig, budget: Budget, title: str = "") -> str:
     head = [title] if title else []
     head.append(f"d_model {c.d_model}, {c.num_layers} layers, {c.num_heads} heads, d_ff {c.d_ff}, "
-                f"vocab {c.vocab_size}, context {c.context_length}")  # fmt: skip
+                f"vocab {c.vocab_size}, context {c.context_length}; norm {c.norm} ({c.norm_type}), "
+                f"position {c.position}, ffn {c.ffn}")  # fmt: skip
     body = parameter_lines(c) + flop_lines(c, budget.batch) + memory_lines(c, budget) + time_lines(c, budget)
     return "\n".join(head + body)
