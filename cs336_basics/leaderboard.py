@@ -24,22 +24,21 @@ class LeaderboardError(ValueError):
 
 
 def state_dict_shapes(c) -> dict[str, tuple[int, ...]]:
-    """The TransformerLM's state-dict names and shapes for a TransformerLMConfig (CS336's names)."""
-    d, d_kv = c.d_model, (c.num_kv_heads or c.num_heads) * (c.d_model // c.num_heads)
-    shapes = {"token_embeddings.weight": (c.vocab_size, d)}
-    for i in range(c.num_layers):
-        p = f"layers.{i}."
-        shapes |= {p + "ln1.weight": (d,), p + "attn.q_proj.weight": (d, d), p + "attn.k_proj.weight": (d_kv, d),
-                   p + "attn.v_proj.weight": (d_kv, d), p + "attn.output_proj.weight": (d, d), p + "ln2.weight": (d,),
-                   p + "ffn.w1.weight": (c.d_ff, d), p + "ffn.w2.weight": (d, c.d_ff), p + "ffn.w3.weight": (c.d_ff, d)}  # fmt: skip
-    shapes["ln_final.weight"] = (d,)
-    if not c.tie_embeddings:
-        shapes["lm_head.weight"] = (c.vocab_size, d)
-    return shapes
+    """The state-dict names and shapes of TransformerLM(c), read off the model built on the meta
+    device (no storage): every setting of the TransformerLMConfig shapes them as it shapes training's."""
+    from cs336_basics.nn.modules.transformer_lm import TransformerLM
+
+    return {name: tuple(t.shape) for name, t in TransformerLM(c, device="meta").state_dict().items()}
+
+
+def _check_size(n: int) -> None:
+    if n > MAX_PARAMETERS:
+        raise LeaderboardError(f"the model has {n:,} parameters; the leaderboard takes at most {MAX_PARAMETERS:,}")
 
 
 def model_config(toml_text: bytes):
     """The TransformerLMConfig of a run's config.toml, within the leaderboard's bounds."""
+    from cs336_basics.accounting.params import parameter_count
     from cs336_basics.train.config import TrainConfig, apply
 
     try:
@@ -48,9 +47,8 @@ def model_config(toml_text: bytes):
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as e:
         raise LeaderboardError(f"{CONFIG} is not a cs336 train configuration: {e}") from None
     c = config.model_config()
-    n = sum(math.prod(s) for s in state_dict_shapes(c).values())
-    if n > MAX_PARAMETERS:
-        raise LeaderboardError(f"the model has {n:,} parameters; the leaderboard takes at most {MAX_PARAMETERS:,}")
+    # counted from the configuration before any model is built (a huge one would take long to build)
+    _check_size(parameter_count(c))
     if c.vocab_size * EVAL_CONTEXT > MAX_LOGITS:
         raise LeaderboardError(f"vocab_size must be at most {MAX_LOGITS // EVAL_CONTEXT}, got {c.vocab_size}")
     if c.context_length < EVAL_CONTEXT:
@@ -121,7 +119,9 @@ def check_entry(files: dict[str, bytes]):
         if len(files[name]) > MAX_BYTES[name]:
             raise LeaderboardError(f"{name} holds {len(files[name]):,} bytes; at most {MAX_BYTES[name]:,}")
     c = model_config(files[CONFIG])
-    return c, read_weights(files[WEIGHTS], state_dict_shapes(c))
+    shapes = state_dict_shapes(c)
+    _check_size(sum(math.prod(s) for s in shapes.values()))  # the built model's own count, as well
+    return c, read_weights(files[WEIGHTS], shapes)
 
 
 def entry_files(run_dir) -> dict[str, bytes]:

@@ -354,6 +354,18 @@ def run_transformer_lm_ablation(
     )
 
 
+def leaderboard_transformer_lm(
+    config: dict[str, Any],
+    weights: dict[str, Tensor],
+    in_indices: Int[Tensor, " batch_size sequence_length"],
+) -> Float[Tensor, " batch_size sequence_length vocab_size"]:
+    """Beyond CS336, the grader's leaderboard: the logits of TransformerLM(TransformerLMConfig(**config))
+    with `weights` loaded, `config` every field of the run's configuration (dataclasses.asdict), so
+    that no setting (an ablation, eps, the norms' kind) is left to a default."""
+    model = TransformerLM(TransformerLMConfig(**config), **_like(weights["token_embeddings.weight"]))
+    return _loaded(model, weights)(in_indices)
+
+
 def run_transformer_lm_cached(
     vocab_size: int,
     context_length: int,

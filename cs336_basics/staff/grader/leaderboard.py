@@ -2,7 +2,8 @@
 evaluated as `cs336 evaluate` does, with the student's own model code run in the sandbox. The
 grader reads the entry as data (bounded files, a safetensors header checked against the
 configuration), tokenizes the validation split with its own Tokenizer, and writes one case per
-batch of windows for the adapter run_transformer_lm; workers return logits, and the grader sums
+batch of windows for the adapter leaderboard_transformer_lm, given the whole TransformerLMConfig
+(every field, so no setting falls back to a default); workers return logits, and the grader sums
 the losses (cs336_basics/evaluate.py). A probe window whose second half is changed must leave the
 first half's logits as they were (a model that sees the tokens it predicts has no entry). Anything
 wrong gives a message and no entry, never a crash."""
@@ -30,7 +31,7 @@ from cs336_basics.staff.grader.sanitize import clean, hide_paths
 from cs336_basics.staff.reference import ADAPTER_CHECKS, ADAPTERS
 
 CPU_S = 60  # CPU seconds of a worker for its share of the windows
-ADAPTER = "run_transformer_lm"
+ADAPTER = "leaderboard_transformer_lm"  # tests/adapters.py: TransformerLM(TransformerLMConfig(**config))
 COMPONENT = "lm"  # the adapter's component (its workers' call recorder and limits)
 # How far a logit before a change of later tokens may move, relative to the largest logit. Measured
 # on a 4-step model (tests/staff/test_leaderboard.py's): the reference 0, a softmax shifted by the
@@ -162,7 +163,7 @@ def _run_windows(root: Path, private: Path, inputs: list, kwargs: dict, config: 
         name = f"leaderboard_{i}"
         torch.save({**kwargs, "in_indices": x.clone()}, root / "inputs" / protocol.input_file(name))
         os.chmod(root / "inputs" / protocol.input_file(name), 0o644)
-        cases.append((name, (*x.shape, kwargs["vocab_size"])))
+        cases.append((name, (*x.shape, kwargs["config"]["vocab_size"])))
     per_worker = max(1, (limits.disk_mb << 20) // 2 // (4 * max(math.prod(s) for _, s in cases)))
     reduced = []
     for k in range(0, len(cases), per_worker):
@@ -214,9 +215,7 @@ def _evaluate(sub: Path, base: Path, config: GradingConfig, budget_end) -> Entry
     parts = E.batches(ids, c.vocab_size)
     window = parts[0][0][:1]
     inputs = [x for x, _ in parts] + [window, causality_probe(window, c.vocab_size)]
-    kwargs = {"vocab_size": c.vocab_size, "context_length": c.context_length, "d_model": c.d_model,
-              "num_layers": c.num_layers, "num_heads": c.num_heads, "d_ff": c.d_ff, "rope_theta": c.rope_theta,
-              "weights": weights}  # fmt: skip
+    kwargs = {"config": dataclasses.asdict(c), "weights": weights}
 
     def reduce(i: int, logits: torch.Tensor) -> torch.Tensor:  # a probe's logits are kept, a batch's losses
         return E.token_losses(logits, parts[i][1]) if i < len(parts) else logits
