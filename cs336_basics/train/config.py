@@ -126,16 +126,24 @@ class TrainConfig:
         return self.diverge_loss or 2 * math.log(self.vocab_size)
 
     def model_config(self):
+        """The TransformerLMConfig every consumer reads (training, evaluate, the leaderboard,
+        account, MFU): each of this run's settings that names one of its fields (MODEL_NAMES: the
+        setting's name where it differs), so that none is left to the model's default."""
         from cs336_basics.nn.modules import TransformerLMConfig
 
-        return TransformerLMConfig(
-            vocab_size=self.vocab_size, context_length=self.context_length, d_model=self.d_model,
-            num_layers=self.num_layers, num_heads=self.num_heads, d_ff=self.d_ff, rope_theta=self.rope_theta,
-            norm=self.norm, position=self.position, ffn=self.ffn, norm_type=self.norm_type, eps=self.norm_eps,
-        )  # fmt: skip
+        model_fields = {f.name for f in fields(TransformerLMConfig)}
+        return TransformerLMConfig(**{MODEL_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)
+                                      if MODEL_NAMES.get(f.name, f.name) in model_fields})  # fmt: skip
 
     def to_toml(self) -> str:
         return "".join(f"{f.name} = {_toml_value(getattr(self, f.name))}\n" for f in fields(self))
+
+
+# A setting whose TransformerLMConfig field has another name: norm_eps is the norms' eps (AdamW's is adamw_eps).
+MODEL_NAMES = {"norm_eps": "eps"}
+# TransformerLMConfig's fields that no setting gives: a run's model keeps their defaults (multi-head
+# attention, an untied LM head), which its checkpoint's shapes show.
+NOT_SETTINGS = ("num_kv_heads", "tie_embeddings")
 
 
 # What a checkpoint's shapes and meaning depend on: a run resumed with any of these changed is

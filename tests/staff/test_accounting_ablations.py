@@ -128,3 +128,19 @@ def test_accounting_ablation_leaderboard_refuses_a_huge_model_before_building_it
     with pytest.raises(L.LeaderboardError, match="parameters"):
         L.model_config(b"num_layers = 100000000\nd_model = 64\nnum_heads = 2\n")
     assert time.perf_counter() - start < 5
+
+
+def test_accounting_ablation_every_model_field_is_a_setting_that_reaches_the_model_and_resume():
+    from dataclasses import fields
+
+    from cs336_basics.train.config import ARCHITECTURE, MODEL_NAMES, NOT_SETTINGS
+
+    setting = {MODEL_NAMES.get(f.name, f.name): f.name for f in fields(TrainConfig)}
+    model_fields = [f.name for f in fields(TransformerLMConfig) if f.name not in NOT_SETTINGS]
+    assert [f for f in model_fields if f not in setting] == [], "a model field no cs336 train setting gives"
+    assert [setting[f] for f in model_fields if setting[f] not in ARCHITECTURE] == [], "resumable with it changed"
+    changed = TrainConfig(vocab_size=500, context_length=64, d_model=48, num_layers=3, num_heads=6, d_ff=80,
+                          rope_theta=500.0, norm_eps=1e-3, norm="post", position="none", ffn="silu",
+                          norm_type="layernorm")  # fmt: skip
+    c = changed.model_config()
+    assert {f: getattr(c, f) for f in model_fields} == {f: getattr(changed, setting[f]) for f in model_fields}
