@@ -28,7 +28,14 @@ def state_dict_shapes(c) -> dict[str, tuple[int, ...]]:
     device (no storage): every setting of the TransformerLMConfig shapes them as it shapes training's."""
     from cs336_basics.nn.modules.transformer_lm import TransformerLM
 
-    return {name: tuple(t.shape) for name, t in TransformerLM(c, device="meta").state_dict().items()}
+    try:
+        model = TransformerLM(c, device="meta")
+    except Exception as e:  # noqa: BLE001 - the model code (a student's, in `cs336 submit`) could not build it
+        message = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        raise LeaderboardError(
+            f"TransformerLM could not be built from {CONFIG} on the meta device: {message}"
+        ) from None
+    return {name: tuple(t.shape) for name, t in model.state_dict().items()}
 
 
 def _check_size(n: int) -> None:

@@ -144,3 +144,14 @@ def test_accounting_ablation_every_model_field_is_a_setting_that_reaches_the_mod
                           norm_type="layernorm")  # fmt: skip
     c = changed.model_config()
     assert {f: getattr(c, f) for f in model_fields} == {f: getattr(changed, setting[f]) for f in model_fields}
+
+
+def test_accounting_ablation_leaderboard_names_a_model_that_cannot_be_built(monkeypatch):
+    from cs336_basics.nn.modules import transformer_lm
+
+    def unwritten(self, *args, **kwargs):
+        raise NotImplementedError("TransformerLM.__init__")
+
+    monkeypatch.setattr(transformer_lm.TransformerLM, "__init__", unwritten)
+    with pytest.raises(L.LeaderboardError, match="could not be built from config.toml.*NotImplementedError"):
+        L.state_dict_shapes(_config({}))
