@@ -14,20 +14,25 @@ if TYPE_CHECKING:  # the command line starts without torch
 
 def add_command(commands) -> None:
     from cs336_basics.accounting.report import Budget
+    from cs336_basics.cli_types import fraction, input_path, non_negative_int, positive_float, positive_int
 
     d = Budget()
     p = commands.add_parser("account", help="resource accounting: parameters, FLOPs, memory, time to train")
     p.description = __doc__
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--shape", help="a named shape: gpt2-small, gpt2-medium, gpt2-large, gpt2-xl")
-    which.add_argument("--config", help="a cs336 train TOML file or run directory")
-    p.add_argument("--context-length", type=int, help="another context length than the configuration's")
-    p.add_argument("--batch-size", type=int, default=d.batch, help="sequences per step (default %(default)s)")
-    p.add_argument("--bytes-per-element", type=int, default=d.bytes_per_element, help="default %(default)s (float32)")
-    p.add_argument("--memory-gb", type=float, default=d.memory_bytes / 1e9, help="budget (default %(default)s GB)")
-    p.add_argument("--steps", type=int, default=0, help="steps of training to time (0: no time line)")
-    p.add_argument("--mfu", type=float, default=d.mfu, help="model FLOPs utilisation (default %(default)s)")
-    p.add_argument("--peak-tflops", type=float, default=d.peak_flops / 1e12, help="default %(default)s")
+    which.add_argument("--config", type=input_path, help="a cs336 train TOML file or run directory")
+    p.add_argument("--context-length", type=positive_int, help="another context length than the configuration's")
+    p.add_argument("--batch-size", type=positive_int, default=d.batch, help="sequences per step (default %(default)s)")
+    p.add_argument(
+        "--bytes-per-element", type=positive_int, default=d.bytes_per_element, help="default %(default)s (float32)"
+    )
+    p.add_argument(
+        "--memory-gb", type=positive_float, default=d.memory_bytes / 1e9, help="budget (default %(default)s GB)"
+    )
+    p.add_argument("--steps", type=non_negative_int, default=0, help="steps of training to time (0: no time line)")
+    p.add_argument("--mfu", type=fraction, default=d.mfu, help="model FLOPs utilisation (default %(default)s)")
+    p.add_argument("--peak-tflops", type=positive_float, default=d.peak_flops / 1e12, help="default %(default)s")
     p.set_defaults(run=run)
 
 

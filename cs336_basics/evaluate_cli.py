@@ -26,9 +26,11 @@ def run(args) -> int:
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import input_dir
+
     p = commands.add_parser(
         "evaluate", help="a trained run's validation loss on the course corpus (nats/token, bits/byte)"
     )
     p.description = __doc__
-    p.add_argument("--checkpoint", required=True, metavar="DIR", help="a cs336 train run directory")
+    p.add_argument("--checkpoint", required=True, metavar="DIR", type=input_dir, help="a cs336 train run directory")
     p.set_defaults(run=run)

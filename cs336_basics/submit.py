@@ -156,8 +156,15 @@ def run(args) -> int:
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import input_dir
+
     p = commands.add_parser("submit", help=f"write {ZIP_NAME} (your {PACKAGE}/ package only) and show the status table")
     p.add_argument("--output", "-o", help=f"where to write the zip (default: {ZIP_NAME} in the assignment folder)")
     p.add_argument("--no-tests", action="store_true", help="write the zip only; skip the status table")
-    p.add_argument("--checkpoint", metavar="DIR", help="a cs336 train run directory: its weights enter the leaderboard")
+    p.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        type=input_dir,
+        help="a cs336 train run directory: its weights enter the leaderboard",
+    )
     p.set_defaults(run=run)

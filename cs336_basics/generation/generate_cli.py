@@ -15,29 +15,44 @@ import time
 def add_command(commands) -> None:
     import argparse
 
+    from cs336_basics.cli_types import fraction, input_dir, input_file, non_negative_float, positive_float, positive_int
+
     p = commands.add_parser(
         "generate", help="generate text with the model in cs336_basics/ (SmolLM2-135M's weights by default)"
     )
     p.add_argument("prompt")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--gguf", metavar="PATH", help="a Llama-architecture GGUF file (default: SmolLM2-135M-Instruct)")
     src.add_argument(
-        "--hf-dir", metavar="PATH", help="a local Llama-family checkpoint: config.json + *.safetensors + tokenizer.json"
+        "--gguf",
+        metavar="PATH",
+        type=input_file,
+        help="a Llama-architecture GGUF file (default: SmolLM2-135M-Instruct)",
     )
     src.add_argument(
-        "--checkpoint", metavar="DIR", help="a run directory `cs336 train` wrote (its model and tokenizer)"
+        "--hf-dir",
+        metavar="PATH",
+        type=input_dir,
+        help="a local Llama-family checkpoint: config.json + *.safetensors + tokenizer.json",
     )
-    p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--temperature", type=float, default=0.0, help="0: greedy (default)")
-    p.add_argument("--top-p", type=float, default=1.0)
+    src.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        type=input_dir,
+        help="a run directory `cs336 train` wrote (its model and tokenizer)",
+    )
+    p.add_argument("--max-new-tokens", type=positive_int, default=128)
+    p.add_argument("--temperature", type=non_negative_float, default=0.0, help="0: greedy (default)")
+    p.add_argument("--top-p", type=fraction, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--chat", action=argparse.BooleanOptionalAction, default=True, help="wrap the prompt in the chat template"
     )
-    p.add_argument("--tensor-parallel", type=int, default=None, metavar="W",
+    p.add_argument("--tensor-parallel", type=positive_int, default=None, metavar="W",
                    help="split the model over W processes (default 1; under torchrun its world size)")  # fmt: skip
     p.add_argument("--show-ids", action="store_true", help="also print the new token ids (to stderr)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds before tensor-parallel ranks are stopped")
+    p.add_argument(
+        "--timeout", type=positive_float, default=600.0, help="seconds before tensor-parallel ranks are stopped"
+    )
     p.set_defaults(run=run)
 
 

@@ -372,16 +372,22 @@ def report(m: dict, generated: int) -> int:
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import fraction, non_negative_float, positive_float, positive_int
+
+    kinds = dict(temperature=non_negative_float, top_p=fraction, max_new_tokens=positive_int, batch_size=positive_int,
+                 threads=positive_int)  # fmt: skip
     p = commands.add_parser("corpus", help="(staff) generate the TinyStories-style corpus of cs336_basics/corpus/")
-    p.add_argument("--stories", type=int, default=256, help="stories to generate (rounded up to whole batches)")
-    p.add_argument("--minutes", type=float, default=None, help="stop starting new batches after this long")
+    p.add_argument(
+        "--stories", type=positive_int, default=256, help="stories to generate (rounded up to whole batches)"
+    )
+    p.add_argument("--minutes", type=positive_float, default=None, help="stop starting new batches after this long")
     p.add_argument("--work", default="corpus-work",
                    help="the work directory: one file per finished batch; processes given the same one share the batches")  # fmt: skip
     p.add_argument("--out", default=str(DATA), help="where the corpus files and manifest go")
     for k, v in DEFAULTS.items():
-        p.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
+        p.add_argument(f"--{k.replace('_', '-')}", type=kinds.get(k, type(v)), default=v)
     p.add_argument("--assemble", action="store_true",
                    help="only write the corpus files from the finished batches 0, 1, ... (no generation)")  # fmt: skip
-    p.add_argument("--check", type=int, nargs="?", const=16, default=None, metavar="N",
+    p.add_argument("--check", type=positive_int, nargs="?", const=16, default=None, metavar="N",
                    help="compare the stored corpus with a fresh generation of its first N stories (default 16)")  # fmt: skip
     p.set_defaults(run=run)

@@ -125,17 +125,36 @@ def run(args) -> int:
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import input_dir, input_file, int_at_least, non_negative_int, positive_int
+
     p = commands.add_parser("tokenizer-stats", help="tokenizer experiments: bytes/token, throughput, train_bpe phases")
     p.description = __doc__
-    p.add_argument("--vocab-size", type=int, default=2048, help="of each tokenizer trained (default %(default)s)")
-    p.add_argument("--documents", type=int, default=10, help="documents sampled per corpus (default %(default)s)")
+    p.add_argument(
+        "--vocab-size", type=int_at_least(257), default=2048, help="of each tokenizer trained (default %(default)s)"
+    )
+    p.add_argument(
+        "--documents", type=positive_int, default=10, help="documents sampled per corpus (default %(default)s)"
+    )
     p.add_argument("--seed", type=int, default=0, help="of the document sample (default %(default)s)")
     p.add_argument(
-        "--text", action="append", default=[], help="another corpus: a UTF-8 file of <|endoftext|>-separated documents"
+        "--text",
+        action="append",
+        type=input_file,
+        default=[],
+        help="another corpus: a UTF-8 file of <|endoftext|>-separated documents",
     )
     p.add_argument(
-        "--run", dest="run_dirs", action="append", default=[], help="a cs336 train run directory whose tokenizer to add"
+        "--run",
+        dest="run_dirs",
+        action="append",
+        type=input_dir,
+        default=[],
+        help="a cs336 train run directory whose tokenizer to add",
     )
-    p.add_argument("--longest", type=int, default=5, help="longest tokens shown per tokenizer (default %(default)s)")
-    p.add_argument("--max-train-chars", type=int, default=0, help="train on at most this many characters (0: all)")
+    p.add_argument(
+        "--longest", type=non_negative_int, default=5, help="longest tokens shown per tokenizer (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-train-chars", type=non_negative_int, default=0, help="train on at most this many characters (0: all)"
+    )
     p.set_defaults(run=run)

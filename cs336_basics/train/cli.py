@@ -10,12 +10,15 @@ import sys
 
 def add_command(commands) -> None:
     p = commands.add_parser("train", help="train a language model end to end (tokenizer, model, AdamW, checkpoints)")
+    from cs336_basics.cli_types import input_file
     from cs336_basics.train.config import settings_help
 
     p.description = __doc__
     p.epilog = settings_help()
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("--config", metavar="FILE", help="a TOML file of settings (then the --setting=value ones)")
+    p.add_argument(
+        "--config", metavar="FILE", type=input_file, help="a TOML file of settings (then the --setting=value ones)"
+    )
     p.add_argument("--resume", action="store_true", help="continue the run in out_dir from its checkpoint")
     p.set_defaults(run=run, overrides=[], passes_unknown_args_to="overrides")
 

@@ -110,9 +110,11 @@ def figure(runs: list[Run], names: list[str]) -> bytes:
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import input_dir
+
     p = commands.add_parser("compare", help="one figure and one table of several cs336 train runs")
     p.description = __doc__
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", type=input_dir)
     p.add_argument("--out", default="compare", metavar="PREFIX", help="writes PREFIX.png and PREFIX.md")
     p.set_defaults(run=run)
 

@@ -108,8 +108,10 @@ def _autograder(args) -> int:
 def add_commands(commands) -> None:
     import argparse
 
+    from cs336_basics.cli_types import input_dir, input_file, input_path, positive_int
+
     common = argparse.ArgumentParser(add_help=False)  # the options grade and grade-all share
-    common.add_argument("--config", help="grading config (default: cs336_basics/staff/grading.toml)")
+    common.add_argument("--config", type=input_file, help="grading config (default: cs336_basics/staff/grading.toml)")
     common.add_argument(
         "--allow-unsandboxed",
         action="store_true",
@@ -126,7 +128,7 @@ def add_commands(commands) -> None:
     p = commands.add_parser(
         "grade", parents=[common], help="(staff) grade one submission (a handout directory or a zip of one)"
     )
-    p.add_argument("submission", metavar="SUBMISSION")
+    p.add_argument("submission", metavar="SUBMISSION", type=input_path)
     p.add_argument(
         "--results", default="results.json", help="where to write Gradescope's results.json (default: %(default)s)"
     )
@@ -135,8 +137,10 @@ def add_commands(commands) -> None:
     p = commands.add_parser(
         "grade-all", parents=[common], help="(staff) grade every submission (subdirectory or zip) in DIR"
     )
-    p.add_argument("directory", metavar="DIR")
-    p.add_argument("-j", "--jobs", type=int, default=2, help="submissions graded in parallel (default: %(default)s)")
+    p.add_argument("directory", metavar="DIR", type=input_dir)
+    p.add_argument(
+        "-j", "--jobs", type=positive_int, default=2, help="submissions graded in parallel (default: %(default)s)"
+    )
     p.add_argument("--gradebook", default="gradebook.csv", help="CSV gradebook to write (default: %(default)s)")
     p.add_argument(
         "--results-dir", default="results", help="one <submission>.json per submission (default: %(default)s)"

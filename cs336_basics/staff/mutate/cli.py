@@ -32,13 +32,18 @@ def _run(args) -> int:
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import positive_float, positive_int
+
     p = commands.add_parser("mutate", help="(staff) mutation testing of the solution regions against the public tests")
     p.add_argument(
         "-k", action="append", choices=COMPONENTS, metavar="COMPONENT", help="component (repeatable; default: all)"
     )
-    p.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="mutants run at once (default 1)")
     p.add_argument(
-        "--cpu-factor", type=float, default=4.0, help="CPU limit per mutant, times the unmutated run's (default 4)"
+        "--cpu-factor",
+        type=positive_float,
+        default=4.0,
+        help="CPU limit per mutant, times the unmutated run's (default 4)",
     )
     p.add_argument("--list", action="store_true", help="list the mutants; run nothing")
     p.add_argument("--verbose", action="store_true", help="also show the diffs of recorded survivors")
