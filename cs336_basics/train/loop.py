@@ -249,8 +249,7 @@ def _log(record: dict, config: TrainConfig, rank: int, run_dir: Path, bar) -> No
             f"{config.loss_bound:.4g}: the run diverged (lower max_lr?); metrics.jsonl marks it"
         )
     if bar is not None:
-        bar.set_postfix(loss=f"{record['train_loss']:.3f}", tok_s=f"{record['tokens_per_s']:.0f}",
-                        mfu=f"{record['mfu']:.1%}", refresh=False)  # fmt: skip
+        bar.set_postfix(M.progress_fields(record), refresh=False)
 
 
 def _evaluate_and_plot(

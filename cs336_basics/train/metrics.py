@@ -18,6 +18,15 @@ def read_metrics(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def progress_fields(record: dict) -> dict[str, str]:
+    """A training record as the progress shows it: `cs336 train`'s bar and `cs336 sweep`'s lines."""
+    return {
+        "loss": f"{record['train_loss']:.3f}",
+        "tok_s": f"{record['tokens_per_s']:.0f}",
+        "mfu": f"{record['mfu']:.1%}",
+    }
+
+
 def truncate_metrics(run_dir: Path, step: int) -> None:
     """Keep only the records up to `step` (a resumed run repeats what came after its checkpoint)."""
     kept = [r for r in read_metrics(run_dir) if r["step"] <= step]

@@ -8,8 +8,12 @@ in metrics.jsonl) or a diverged one (its last record says "diverged", loop.py) i
 a run with a checkpoint continues from it (`cs336 train --resume`), and any other starts afresh.
 A directory holding a run of other settings is left alone and reported. A diverged run, or one
 that fails, is reported and the others go on; the exit status is 1 if any run failed, else 0.
-Ctrl-C or SIGTERM stops the sweep and the runs it started (their checkpoints stay)."""
+Ctrl-C or SIGTERM stops the sweep and the runs it started (their checkpoints stay).
+With nothing swept (no --set, no list in --grid) it refuses to start unless told --default-run.
+While a run trains, the sweep prints its progress: the step, loss, tokens/s and MFU as `cs336 train`'s
+bar shows them (at most every PROGRESS_EVERY_S seconds) and every validation loss."""
 
+import json
 import os
 import signal
 import subprocess
@@ -27,6 +31,7 @@ CHECKPOINT, CONFIG = "checkpoint.pt", "config.toml"
 
 NEW, RESUMABLE, FINISHED, DIVERGED, FAILED = "new", "resumable", "finished", "diverged", "failed"
 LOG = "train.log"  # the run's stdout and stderr, appended to by every attempt
+PROGRESS_EVERY_S = 30.0  # seconds between a running run's progress lines (validation losses: each one)
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,36 @@ def start(run: SweepRun, resume: bool, config_file: str | None) -> subprocess.Po
         return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
+@dataclass
+class Progress:
+    """What of a running run's metrics.jsonl the sweep has shown."""
+
+    shown: int = 0  # records reported
+    last_line_s: float = float("-inf")  # time.monotonic() of the last progress line
+
+
+def complete_records(run_dir: Path) -> list[dict]:
+    """metrics.jsonl's records, without a last line still being written."""
+    path = run_dir / M.METRICS
+    text = path.read_text() if path.is_file() else ""
+    return [json.loads(line) for line in text.split("\n")[:-1] if line.strip()]
+
+
+def report_progress(run: SweepRun, progress: Progress, now: float, every: float = PROGRESS_EVERY_S) -> None:
+    """Print the run's new validation losses, and its latest training record if `every` seconds have passed."""
+    records = complete_records(run.run_dir)
+    new, progress.shown = records[min(progress.shown, len(records)) :], len(records)
+    for record in new:
+        if "valid_loss" in record:
+            print(f"{run.name}: step {record['step']}: validation loss {record['valid_loss']:.4f}", file=sys.stderr)
+    training = [r for r in new if "train_loss" in r]
+    if training and now - progress.last_line_s >= every:
+        fields = " ".join(f"{k}={v}" for k, v in M.progress_fields(training[-1]).items())
+        print(f"{run.name}: step {training[-1]['step']}/{run.config.max_steps} {fields}", file=sys.stderr)
+        progress.last_line_s = now
+    sys.stderr.flush()
+
+
 def outcome(run: SweepRun, returncode: int) -> tuple[str, str]:
     """(state, one line) of a run whose process ended with `returncode`."""
     state, records = run_state(run), M.read_metrics(run.run_dir)
@@ -101,18 +136,23 @@ def execute(runs: list[SweepRun], jobs: int, config_file: str | None) -> dict[st
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
-                run = waiting.pop(0)
-                running[run.name] = (run, start(run, run_state(run) == RESUMABLE, config_file))
-            for name, (run, process) in list(running.items()):
+                run, progress = waiting.pop(0), Progress()
+                resume = run_state(run) == RESUMABLE
+                progress.shown = len(complete_records(run.run_dir)) if resume else 0
+                print(f"{run.name}: {'resumed' if resume else 'started'} (its output: {run.run_dir / LOG})",
+                      file=sys.stderr, flush=True)  # fmt: skip
+                running[run.name] = (run, start(run, resume, config_file), progress)
+            for name, (run, process, progress) in list(running.items()):
+                report_progress(run, progress, time.monotonic())
                 if process.poll() is not None:
                     del running[name]
                     states[name], line = outcome(run, process.returncode)
                     print(f"{name}: {line}", file=sys.stderr, flush=True)
             time.sleep(0.2)
     finally:
-        for _, process in running.values():  # stopped early: the runs stop too, their checkpoints stay
+        for _, process, _ in running.values():  # stopped early: the runs stop too, their checkpoints stay
             process.terminate()
-        for _, process in running.values():
+        for _, process, _ in running.values():
             process.wait()
         if running:
             print(f"stopped {', '.join(running)}: start the sweep again to resume", file=sys.stderr, flush=True)
@@ -140,23 +180,33 @@ def sweep(runs: list[SweepRun], jobs: int, config_file: str | None = None) -> di
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import input_file, positive_int
+
     p = commands.add_parser("sweep", help="train every combination of some settings (a grid), resumably")
     p.description = __doc__
-    p.add_argument("--grid", metavar="FILE", help="a TOML file of settings: a list is swept, one value is fixed")
+    p.add_argument(
+        "--grid", metavar="FILE", type=input_file, help="a TOML file of settings: a list is swept, one value is fixed"
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2", help="sweep a setting (repeatable)")
-    p.add_argument("--config", metavar="FILE", help="a TOML file of settings for every run (cs336 train --config)")
+    p.add_argument(
+        "--config", metavar="FILE", type=input_file, help="a TOML file of settings for every run (cs336 train --config)"
+    )
     p.add_argument("--out", default="runs/sweep", help="the sweep's directory: one run directory per grid point")
-    p.add_argument("--jobs", type=int, default=1, help="runs at a time (default 1)")
+    p.add_argument("--default-run", action="store_true",
+                   help="with nothing swept (no --set, no list in --grid): train the one run anyway")  # fmt: skip
+    p.add_argument("--jobs", type=positive_int, default=1, help="runs at a time (default 1)")
     p.set_defaults(run=run, overrides=[], passes_unknown_args_to="overrides")
 
 
 def run(args) -> int:
+    from cs336_basics.cli_errors import UsageError
     from cs336_basics.train.config import parse_overrides
 
     try:
-        if args.jobs < 1:
-            raise ValueError(f"--jobs must be a positive integer, got {args.jobs}")
         swept, fixed = read_grid(args.grid, args.set)
+        if not swept and not args.default_run:
+            raise UsageError("nothing to sweep: expected --set KEY=V1,V2 or a --grid with a list; "
+                             "--default-run trains the single run (cs336 train does too)")  # fmt: skip
         runs = plan(args.out, args.config, {**fixed, **parse_overrides(args.overrides)}, swept)
     except (ValueError, FileNotFoundError) as e:
         print(f"cs336 sweep: {' '.join(str(e).split())}", file=sys.stderr)

@@ -150,14 +150,22 @@ def test_sweep_continues_a_stopped_run_where_it_stopped(tmp_path, monkeypatch):
      (["--set", "max_lr=1e-3,fast"], "max_lr must be float, got 'fast'"),
      (["--set", "max_lr="], "--set must be setting=value1,value2"),
      (["--set", "max_lr=1e-3,1e-3"], "the grid repeats a run: max_lr=1e-3"),
-     (["--jobs", "0"], "--jobs must be a positive integer, got 0")],
-    ids=["unknown_setting", "bad_value", "no_value", "repeated_value", "no_jobs"],
+     ([], "nothing to sweep: expected --set KEY=V1,V2")],
+    ids=["unknown_setting", "bad_value", "no_value", "repeated_value", "nothing_swept"],
 )  # fmt: skip
 def test_sweep_bad_grid_is_one_line_naming_it(args, expected, tmp_path, capsys):
     assert main(["sweep", "--out", str(tmp_path / "s"), *args]) == 1
     err = capsys.readouterr().err
     assert expected in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "s").exists()
+
+
+def test_sweep_jobs_below_one_is_one_line_naming_it(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["sweep", "--set", "seed=0", "--out", str(tmp_path / "s"), "--jobs", "0"])
+    err = capsys.readouterr().err
+    assert stopped.value.code != 0 and "argument --jobs: expected a positive integer, got 0" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "s").exists()
 
 
 def test_sweep_leaves_a_directory_of_other_settings_alone(swept, capsys):
