@@ -14,8 +14,9 @@ import os
 import sys
 
 
-class UsageError(Exception):
-    """Input a command cannot use; the message (one sentence) names the input, what was expected and what was given."""
+class UsageError(ValueError):
+    """Input a command cannot use; the message (one sentence) names the input, what was expected and what was
+    given. A ValueError, so that a library function can raise it where callers already catch ValueError."""
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -1,9 +1,11 @@
 """The `type=` validators every `cs336` subcommand shares: numbers in range (positive,
-non-negative, a fraction) and input paths that exist and are not empty. A bad value is
+non-negative, a fraction), input paths that exist and are not empty, and output folders that are
+empty or absent. A bad value is
 argparse's one-line error naming the argument, what it expects and what it got
 (`cs336 account: error: argument --memory-gb: expected a positive number, got -1`).
 
-Each validator carries `bad_value`, a value it refuses, and path validators `kind`, so that a test
+Each number validator carries `bad_value`, a value it refuses, input path validators `kind` and the
+output folder validator `must_be_empty`, so that a test
 can find and try every checked argument from the parsers alone (tests/staff/test_cli_errors.py)."""
 
 import argparse
@@ -60,6 +62,21 @@ def _path(kind: str) -> Callable:
     check.__name__ = f"input_{kind}"
     check.kind = kind
     return check
+
+
+def empty_or_absent_dir(text: str) -> str:
+    """A folder to write into: absent, or empty (nothing of an earlier result is overwritten)."""
+    path = Path(text)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise argparse.ArgumentTypeError(f"expected an empty or absent folder, got {text!r}: {_what(path)}")
+    return text
+
+
+empty_or_absent_dir.must_be_empty = True
+
+
+def _what(path: Path) -> str:
+    return "a folder with files in it" if path.is_dir() else "a file"
 
 
 _NOUNS = {"file": "file", "dir": "folder", "path": "file or folder"}

@@ -375,7 +375,9 @@ def _run(args) -> int:
 
 
 def add_command(commands) -> None:
+    from cs336_basics.cli_types import empty_or_absent_dir
+
     p = commands.add_parser("handout", help="(staff) write the student repository, solutions stubbed, to OUT_DIR")
-    p.add_argument("out_dir", metavar="OUT_DIR", help="an empty or absent directory")
+    p.add_argument("out_dir", metavar="OUT_DIR", type=empty_or_absent_dir, help="an empty or absent directory")
     p.add_argument("--no-lock", action="store_true", help="copy the staff uv.lock instead of running `uv lock`")
     p.set_defaults(run=_run)

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from cs336_basics.atomic_write import atomic_open
+from cs336_basics.cli_errors import UsageError
 from cs336_basics.staff.grader.config import GradingConfig, load_config
 from cs336_basics.staff.grader.grade import GradeReport, grade
 from cs336_basics.staff.grader.report import write_results
@@ -57,7 +58,7 @@ def grade_all(
     config = config or load_config()
     subs = submissions_in(directory)
     if not subs:
-        raise FileNotFoundError(f"no submissions (subdirectories or .zip files) in {directory}")
+        raise UsageError(f"no submissions (subdirectories or .zip files) in {directory}")
     reports: dict[Path, GradeReport] = {}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(grade, sub, config): sub for sub in subs}

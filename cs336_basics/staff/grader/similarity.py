@@ -36,6 +36,7 @@ from pathlib import Path
 
 from cs336_basics import REPO
 from cs336_basics.atomic_write import atomic_open
+from cs336_basics.cli_errors import UsageError
 from cs336_basics.staff.handout import PACKAGE, shipped_files, stub_text
 from cs336_basics.submit import skipped
 
@@ -307,7 +308,7 @@ def similarity_report(
     given = given_code()
     written = read_written(Path(directory), given, echo)
     if len(written) < 2 and against is None:
-        raise ValueError(f"directory must hold at least 2 readable submissions to compare, got {len(written)}")
+        raise UsageError(f"directory must hold at least 2 readable submissions to compare, got {len(written)}")
     prior = read_written(Path(against), given, echo) if against is not None else {}
     out_dir = Path(out_dir)
     result = compare(written, prior, out_dir, threshold, top)
