@@ -106,14 +106,15 @@ def report_progress(run: SweepRun, progress: Progress, now: float, every: float 
     """Print the run's new validation losses, and its latest training record if `every` seconds have passed."""
     records = complete_records(run.run_dir)
     new, progress.shown = records[min(progress.shown, len(records)) :], len(records)
-    for record in new:
+    latest = max((i for i, r in enumerate(new) if "train_loss" in r), default=None)
+    due = latest is not None and now - progress.last_line_s >= every
+    for i, record in enumerate(new):  # in the order train wrote them
         if "valid_loss" in record:
             print(f"{run.name}: step {record['step']}: validation loss {record['valid_loss']:.4f}", file=sys.stderr)
-    training = [r for r in new if "train_loss" in r]
-    if training and now - progress.last_line_s >= every:
-        fields = " ".join(f"{k}={v}" for k, v in M.progress_fields(training[-1]).items())
-        print(f"{run.name}: step {training[-1]['step']}/{run.config.max_steps} {fields}", file=sys.stderr)
-        progress.last_line_s = now
+        elif due and i == latest:
+            fields = " ".join(f"{k}={v}" for k, v in M.progress_fields(record).items())
+            print(f"{run.name}: step {record['step']}/{run.config.max_steps} {fields}", file=sys.stderr)
+            progress.last_line_s = now
     sys.stderr.flush()
 
 

@@ -16,8 +16,9 @@ import pytest
 
 from cs336_basics.cli import main
 from cs336_basics.train import loop
+from cs336_basics.train import metrics as M
 from cs336_basics.train.grid import grid_runs
-from cs336_basics.train.sweep import FINISHED, plan, run_state
+from cs336_basics.train.sweep import FINISHED, Progress, plan, report_progress, run_state
 from cs336_basics.train.toy_stories import toy_stories
 
 TINY = {"vocab_size": "300", "context_length": "32", "d_model": "32", "num_layers": "1", "num_heads": "2",
@@ -217,3 +218,20 @@ def test_answer_key_page_is_current_with_the_committed_runs():
 
     committed = (make_page.HERE / "README.md").read_text()
     assert make_page.page() == committed, "run: uv run python -m tests.staff.answer_key.make_page"
+
+
+def test_sweep_shows_a_running_run_s_progress_as_train_s_bar_does(tmp_path, capsys):
+    (run,) = plan(str(tmp_path / "s"), None, dict(TINY), {"seed": [0]})
+    run.run_dir.mkdir(parents=True)
+    training = {"step": 5, "train_loss": 5.25, "tokens_per_s": 1234.0, "mfu": 0.125}
+    lines = [json.dumps(training), json.dumps({"step": 10, "valid_loss": 4.5}), '{"step": 15, "train_l']
+    (run.run_dir / "metrics.jsonl").write_text("\n".join(lines))  # the last line still being written
+    progress = Progress()
+    report_progress(run, progress, now=0.0, every=60.0)
+    fields = " ".join(f"{k}={v}" for k, v in M.progress_fields(training).items())
+    assert capsys.readouterr().err.splitlines() == [f"seed=0: step 5/20 {fields}",
+                                                    "seed=0: step 10: validation loss 4.5000"]  # fmt: skip
+    with open(run.run_dir / "metrics.jsonl", "a") as f:
+        f.write('oss": 5.0, "tokens_per_s": 1.0, "mfu": 0.1}\n')
+    report_progress(run, progress, now=30.0, every=60.0)  # within `every` of the last line: nothing
+    assert capsys.readouterr().err == "" and progress.shown == 3
