@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 
 from cs336_basics import account_cli, evaluate_cli, status, submit
-from cs336_basics.cli_errors import CommandParser, run_command
+from cs336_basics.cli_errors import ArgumentsRefused, CommandParser, run_command
 from cs336_basics.generation import generate_cli
 from cs336_basics.tokenizer_stats import cli as tokenizer_stats_cli
 from cs336_basics.train import cli as train_cli
@@ -31,15 +31,24 @@ def build_parser(add_commands: Callable | None = None) -> argparse.ArgumentParse
     return parser
 
 
-def main(argv: list[str] | None = None, add_commands: Callable | None = None) -> int:
-    """Parse argv and run its subcommand; a user's mistake is one line on stderr (cli_errors.py)."""
-    parser = build_parser(add_commands)
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     args, unknown = parser.parse_known_args(argv)
     target = getattr(args, "passes_unknown_args_to", None)  # `cs336 status -k swiglu` hands -k to pytest
     if unknown and target is None:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if target is not None:
         setattr(args, target, getattr(args, target) + unknown)
+    return args
+
+
+def main(argv: list[str] | None = None, add_commands: Callable | None = None) -> int:
+    """Parse argv and run its subcommand; a user's mistake is one line on stderr (cli_errors.py)."""
+    parser = build_parser(add_commands)
+    try:
+        args = parse(parser, argv)
+    except ArgumentsRefused as refused:
+        print(refused, file=sys.stderr)
+        return 2
     return run_command(f"{parser.prog} {args.command}", args)
 
 

@@ -2,7 +2,8 @@
 
 Expected user errors are told apart from bugs by their kind, in one place (`run_command`):
 - argparse's own errors and the shared `type=` validators of cli_types.py (a number out of range, a
-  missing input path, an empty folder): one line, `cs336 CMD: error: argument X: ...`, exit 2;
+  missing input path, an empty folder): one line, `cs336 CMD: error: argument X: ...`, exit 2
+  (returned by `cli.main`, not raised as SystemExit, so that in-process callers get a status);
 - `UsageError`, raised by a command for input it cannot use: one line, exit 1;
 - FileNotFoundError, NotADirectoryError or IsADirectoryError naming a path the user gave on the
   command line (or one inside it): one line, exit 1.
@@ -19,6 +20,10 @@ class UsageError(ValueError):
     given. A ValueError, so that a library function can raise it where callers already catch ValueError."""
 
 
+class ArgumentsRefused(Exception):
+    """argparse's error as its one line, `prog: error: message (see prog --help)`; `cli.main` prints it."""
+
+
 class CommandParser(argparse.ArgumentParser):
     """An ArgumentParser whose error is one line, and whose subcommands' --help shows their one-line help
     as the description when they set none."""
@@ -28,7 +33,7 @@ class CommandParser(argparse.ArgumentParser):
         self.register("action", "parsers", _Commands)
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+        raise ArgumentsRefused(f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)")
 
 
 class _Commands(argparse._SubParsersAction):

@@ -823,6 +823,7 @@ def test_grader_command_refuses_to_grade_without_root_unless_told(monkeypatch, c
     from cs336_basics.staff.cli import main
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    (tmp_path / "alice").mkdir()  # an empty folder is refused before: tests/staff/test_cli_errors.py
     assert main(["grade", str(tmp_path), "--results", str(tmp_path / "r.json")]) == 2
     assert "refusing to grade without root" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
