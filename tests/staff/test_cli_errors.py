@@ -123,3 +123,14 @@ def test_a_user_s_error_from_a_command_is_one_line(error, capsys):
 def test_any_other_error_keeps_its_traceback(error):
     with pytest.raises(type(error)):
         cli.main(["raise", "/given"], _command(error))
+
+
+HANDS_ON = {"pytest_args"}  # unknown arguments that go to another program (`cs336 status -k swiglu`: pytest's)
+
+
+@pytest.mark.parametrize("name", [n for n, p in SUBCOMMANDS.items() if p.get_default("passes_unknown_args_to")
+                                  not in HANDS_ON])  # fmt: skip
+def test_every_subcommand_refuses_an_unknown_option_in_one_line(name, capsys):
+    """Every subcommand runs here at least once; the line names what argparse or the command checks first
+    (the unknown option, a required argument, train's unknown setting, sweep's missing --set)."""
+    assert _refused_in_one_line([name, "--no-such-option=1"], capsys).startswith("cs336")
