@@ -1,6 +1,7 @@
 """How `cs336` reports a user's mistake: one line on stderr and a non-zero exit, never a traceback.
 
-Expected user errors are told apart from bugs by their kind, in one place (`run_command`):
+Expected user errors are told apart from bugs by their kind, where subcommands are parsed and
+dispatched (`cli.main`, `run_command`):
 - argparse's own errors and the shared `type=` validators of cli_types.py (a number out of range, a
   missing input path, an empty folder): one line, `cs336 CMD: error: argument X: ...`, exit 2
   (returned by `cli.main`, not raised as SystemExit, so that in-process callers get a status);
