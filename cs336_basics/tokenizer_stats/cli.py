@@ -38,19 +38,24 @@ def corpora(texts: list[str], max_train_chars: int) -> list[Corpus]:
     return [Corpus(c.name, c.train_text[:max_train_chars] if max_train_chars else c.train_text, c.docs) for c in out]
 
 
-def train_tokenizers(corpora: list[Corpus], vocab_size: int) -> tuple[dict, list[str]]:
-    """({name: Tokenizer}, report lines): one tokenizer per corpus, its training timed by phase."""
+def train_tokenizers(corpora: list[Corpus], vocab_size: int) -> tuple[dict, list[str], dict[str, str]]:
+    """({name: Tokenizer}, report lines, {name: why it is short}): one tokenizer per corpus, its
+    training timed by phase; a tokenizer short of vocab_size is named in the third with a line
+    saying so (phases.short_of_vocabulary)."""
     from cs336_basics.corpus import EOT
     from cs336_basics.tokenizer.tokenizer import Tokenizer
-    from cs336_basics.tokenizer_stats.phases import train_bpe_by_phase
+    from cs336_basics.tokenizer_stats.phases import short_of_vocabulary, train_bpe_by_phase
 
-    tokenizers, lines = {}, [f"train_bpe by phase (CPU seconds, one process; vocab_size {vocab_size}):"]
+    tokenizers, short, lines = {}, {}, [f"train_bpe by phase (CPU seconds, one process; vocab_size {vocab_size}):"]
     for c in corpora:
         run = train_bpe_by_phase(c.train_text, vocab_size, [EOT])
         phases = ", ".join(f"{k} {v:.2f} s" for k, v in run.seconds.items())
         lines.append(f"  {c.name}: {len(c.train_text.encode()):,} bytes, {run.pretokens:,} pre-tokens: {phases}")
         tokenizers[f"{c.name}-bpe"] = Tokenizer(run.vocab, run.merges, [EOT])
-    return tokenizers, lines
+        if note := short_of_vocabulary(run):
+            short[f"{c.name}-bpe"] = note
+            lines.append(f"  {c.name}: {note}")
+    return tokenizers, lines, short
 
 
 def run_tokenizers(run_dirs: list[str]) -> dict:
@@ -68,7 +73,10 @@ def run_tokenizers(run_dirs: list[str]) -> dict:
     return out
 
 
-def ratio_lines(tokenizers: dict, samples: dict[str, list[str]], documents: int, seed: int) -> list[str]:
+def ratio_lines(
+    tokenizers: dict, samples: dict[str, list[str]], documents: int, seed: int, short: dict[str, str]
+) -> list[str]:
+    """The bytes-per-token table, then a line for each tokenizer short of the requested vocabulary."""
     from cs336_basics.tokenizer_stats import measure as M
 
     width = max(map(len, tokenizers)) + 2
@@ -78,7 +86,7 @@ def ratio_lines(tokenizers: dict, samples: dict[str, list[str]], documents: int,
         lines.append(
             f"{name:<{width}}" + "".join(f"{M.compression_ratio(tok, docs):12.3f}" for docs in samples.values())
         )
-    return lines
+    return lines + [f"  note: {name} {note}" for name, note in short.items()]
 
 
 def speed_lines(tokenizers: dict, samples: dict[str, list[str]], longest: int) -> list[str]:
@@ -108,10 +116,10 @@ def run(args) -> int:
             if getattr(args, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
         texts = corpora(args.text, args.max_train_chars)
-        tokenizers, lines = train_tokenizers(texts, args.vocab_size)
+        tokenizers, lines, short = train_tokenizers(texts, args.vocab_size)
         tokenizers.update(run_tokenizers(args.run_dirs))
         samples = {c.name: M.sample_documents(c.docs, args.documents, args.seed) for c in texts}
-        lines += ratio_lines(tokenizers, samples, args.documents, args.seed) + speed_lines(
+        lines += ratio_lines(tokenizers, samples, args.documents, args.seed, short) + speed_lines(
             tokenizers, samples, args.longest
         )
     except NotImplementedError as e:

@@ -81,3 +81,14 @@ def test_tokenizer_stats_bad_input_is_one_line_naming_it(argv, named, capsys):
     assert main(["tokenizer-stats", *SMALL, *argv]) == 2  # refused by its argument's check (cli_types.py)
     err = capsys.readouterr().err
     assert named in err and err.count("\n") == 1
+
+
+def test_tokenizer_stats_says_when_a_tokenizer_is_short_of_the_vocabulary(capsys):
+    """The template stories run out of pairs to merge long before a large vocabulary: the output
+    says so on one line, in the training section and under the bytes-per-token table."""
+    run = train_bpe_by_phase("the cat sat. the cat ran.", 400, [EOT])
+    assert len(run.vocab) < 400 and not run.unmerged_pairs
+    assert main(["tokenizer-stats", "--vocab-size", "5000", "--max-train-chars", "20000", "--documents", "3"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "requested tokens" in line]
+    assert any(line.startswith("  note: template-bpe stopped at ") for line in notes)
+    assert all("of 5,000 requested tokens (no pair left to merge" in line for line in notes)
