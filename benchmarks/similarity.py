@@ -43,7 +43,10 @@ def separation() -> None:
         }
         result = compare(written, {}, Path(d) / "out")
     for p in result.pairs:
-        print(f"{p.first:>20} {p.second:>20}  score {p.score:.3f}  ({p.first_in_second:.3f}, {p.second_in_first:.3f})")
+        print(
+            f"{p.first:>20} {p.second:>20}  score {p.score:.3f}  ({p.first_in_second:.3f}, {p.second_in_first:.3f})"
+            f"  shared {p.shared_tokens}"
+        )
 
 
 def main() -> None:

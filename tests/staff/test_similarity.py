@@ -127,3 +127,75 @@ def test_similarity_columns_in_the_gradebook(tmp_path):
 
 def test_similarity_pairs_are_each_compared_once(scores, small_set):
     assert set(scores) == {(a, b) for a, b in itertools.permutations(small_set, 2)}
+
+
+RUN_TWICE = """import sys
+from cs336_basics.staff.grader.similarity import similarity_report
+result = similarity_report(sys.argv[1], sys.argv[2], echo=lambda _: None)
+for p in result.pairs:
+    print(p.first, p.second, repr(p.first_in_second), repr(p.second_in_first), p.shared_tokens, p.flagged())
+"""
+
+
+def test_similarity_scores_and_flags_are_the_same_whatever_the_hash_seed(small_set, tmp_path):
+    """Two runs on the same submissions in processes with different PYTHONHASHSEED (which salts
+    Python's hash(), the one copydetect hashes k-grams with) give the same scores and flagged pairs."""
+    import os
+    import subprocess
+    import sys
+
+    subs = _submissions(small_set, list(small_set), tmp_path / "subs")
+    runs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"out{seed}"
+        command = [sys.executable, "-c", RUN_TWICE, str(subs), str(out)]
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        printed = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+        runs.append((printed, (out / "pairs.csv").read_text()))
+    assert runs[0] == runs[1]
+    assert "True" in runs[0][0] and runs[0][1].count("\n") > 1  # some pairs flagged, the same ones
+
+
+def _tiny(name: str, body: str, dest):
+    """A submission whose package is the handout's plus one small file of its own."""
+    package = copies.handout_package(dest / name)
+    (package / "extra.py").write_text(body)
+    return package
+
+
+TINY = """def add_one(values):
+    out = []
+    for value in values:
+        out.append(value + 1)
+    return out
+"""
+
+
+def test_similarity_does_not_flag_a_few_shared_tokens_but_flags_a_copy(small_set, tmp_path):
+    from cs336_basics.staff.grader.similarity import MIN_SHARED_TOKENS
+
+    written = {
+        "tiny_a": written_code(_tiny("tiny_a", TINY, tmp_path), given_code()),
+        "tiny_b": written_code(_tiny("tiny_b", TINY.replace("+ 1", "- 1"), tmp_path), given_code()),
+        "reference": written_code(small_set["reference"], given_code()),
+        "exact_copy": written_code(small_set["exact_copy"], given_code()),
+    }
+    pairs = {frozenset((p.first, p.second)): p for p in compare(written, {}, tmp_path / "out").pairs}
+    tiny = pairs[frozenset(("tiny_a", "tiny_b"))]
+    assert tiny.score >= THRESHOLD and 0 < tiny.shared_tokens < MIN_SHARED_TOKENS  # alike, but too little
+    assert not tiny.flagged()
+    assert pairs[frozenset(("reference", "exact_copy"))].flagged()
+
+
+def test_similarity_report_figures_name_the_submissions_and_label_the_axes(small_set, tmp_path):
+    from cs336_basics.staff.grader.similarity_html import figures
+
+    written = {name: written_code(small_set[name], given_code()) for name in ("reference", "renamed", "variants")}
+    result = compare(written, {}, tmp_path / "out")
+    matrix, hist = figures(result, THRESHOLD)
+    (ax,) = [a for a in matrix.axes if a.get_title()]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(written)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(written)
+    assert ax.get_xlabel() and ax.get_ylabel()
+    (h,) = hist.axes
+    assert h.get_xlabel() and h.get_ylabel() and h.get_title()

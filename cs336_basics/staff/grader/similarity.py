@@ -19,8 +19,8 @@ with its solution regions stubbed, is also copydetect's boilerplate, so given co
 still counts for nothing. A fingerprint is a hash of K_GRAM consecutive characters of the token
 text; winnowing keeps the smallest of each GUARANTEE - K_GRAM + 1 consecutive ones (fewer
 fingerprints: the time and memory of a cohort's pairs), so any shared run of GUARANTEE characters
-is found, shorter ones by chance (which ones depends on Python's hash seed: scores move a little
-between runs). A's similarity to B is the fraction of A's tokens inside a fingerprint that B
+is found, shorter ones by chance (the same ones in every run: fingerprints.py hashes k-grams with
+BLAKE2b where copydetect uses Python's per-process salted hash()). A's similarity to B is the fraction of A's tokens inside a fingerprint that B
 shares; a pair's score is the larger of its two directions (a partial submission copied whole
 scores 1). Similarity is evidence for a person to review; it never changes a grade.
 """
@@ -30,13 +30,13 @@ import difflib
 import functools
 import re
 import tempfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from cs336_basics import REPO
 from cs336_basics.atomic_write import atomic_open
 from cs336_basics.cli_errors import UsageError
+from cs336_basics.staff.grader.similarity_html import write_html
 from cs336_basics.staff.handout import PACKAGE, shipped_files, stub_text
 from cs336_basics.submit import skipped
 
@@ -46,6 +46,12 @@ GUARANTEE = 35  # copydetect's guarantee threshold: a shared run this long is al
 # independent solution of the same kernels, far from both: copies.small_set's pairs, printed by
 # `benchmarks/similarity.py --separation` and checked by tests/staff/test_similarity.py.
 THRESHOLD = 0.5
+# A pair is flagged only if it also shares this much token text (characters of copydetect's
+# filtered code, where a name is one character): a few guaranteed matches' worth. Below it the
+# shared code is a statement or two, the idioms small submissions write alike, where a score (a
+# fraction of a small submission) says little; a copied kernel shares many times more (copies.
+# small_set's pairs, printed with their shared tokens by `benchmarks/similarity.py --separation`).
+MIN_SHARED_TOKENS = 3 * GUARANTEE
 TOP_PAIRS = 50  # pairs shown side by side in the HTML report
 
 
@@ -62,6 +68,11 @@ class Pair:
     @property
     def score(self) -> float:
         return max(self.first_in_second, self.second_in_first)
+
+    def flagged(self, threshold: float = THRESHOLD) -> bool:
+        """Whether the pair is listed for review: its score reaches threshold and it shares at
+        least MIN_SHARED_TOKENS."""
+        return self.score >= threshold and self.shared_tokens >= MIN_SHARED_TOKENS
 
 
 @dataclass(frozen=True)
@@ -134,18 +145,18 @@ def _write_documents(written: dict[str, str], folder: Path) -> dict[str, str]:
 
 
 def _fingerprint(detector) -> None:
-    """copydetect's fingerprints of every file, boilerplate removed, into detector.file_data (as its
-    run() does: the boilerplate's every k-gram, each file's winnowed ones)."""
+    """The fingerprints of every file, boilerplate removed, into detector.file_data (as copydetect's
+    run() does: the boilerplate's every k-gram, each file's winnowed ones), hashed the same way in
+    every process (fingerprints.py)."""
     import numpy as np
-    from copydetect.detector import CodeFingerprint
+
+    from cs336_basics.staff.grader.fingerprints import fingerprint
 
     conf = detector.conf
-    given = [CodeFingerprint(f, conf.noise_t, 1, language=conf.force_language) for f in detector.boilerplate_files]
-    boilerplate = np.unique(np.array([h for g in given for h in g.hashes]))
+    given = [fingerprint(f, conf.noise_t, 1) for f in detector.boilerplate_files]
+    boilerplate = np.unique(np.array([h for g in given for h in g.hashes], dtype=np.int64))
     for f in dict.fromkeys(detector.test_files + detector.ref_files):
-        detector.file_data[f] = CodeFingerprint(
-            f, conf.noise_t, conf.window_size, boilerplate, True, conf.force_language
-        )
+        detector.file_data[f] = fingerprint(f, conf.noise_t, conf.window_size, boilerplate)
 
 
 def _score(detector) -> None:
@@ -277,14 +288,14 @@ def read_written(directory: Path, given: dict[str, str], echo=print) -> dict[str
 
 
 def write_pairs_csv(pairs: list[Pair], path: Path, threshold: float) -> Path:
-    """Every pair whose score reaches threshold, highest first, names spreadsheet-safe."""
+    """Every flagged pair (Pair.flagged), highest first, names spreadsheet-safe."""
     from cs336_basics.staff.grader.spreadsheet import cell
 
     path = Path(path)
     with atomic_open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["first", "second", "score", "first_in_second", "second_in_first", "shared_tokens"])
-        for p in (p for p in pairs if p.score >= threshold):
+        for p in (p for p in pairs if p.flagged(threshold)):
             out.writerow([cell(p.first), cell(p.second), f"{p.score:.3f}", f"{p.first_in_second:.3f}",
                           f"{p.second_in_first:.3f}", p.shared_tokens])  # fmt: skip
     return path
@@ -299,7 +310,7 @@ def similarity_report(
     echo=print,
 ) -> Similarity:
     """Compare the submissions of directory pairwise and with those of `against`; write out_dir/pairs.csv
-    (every pair at or above threshold), out_dir/report.html (the `top` highest pairs side by side) and
+    (every flagged pair: Pair.flagged), out_dir/report.html (the `top` highest pairs side by side) and
     out_dir/written/<name>.py (what counted as each one's own code)."""
     if not 0 <= threshold <= 1:
         raise ValueError(f"threshold must be a fraction in [0, 1], got {threshold}")
@@ -313,9 +324,10 @@ def similarity_report(
     out_dir = Path(out_dir)
     result = compare(written, prior, out_dir, threshold, top)
     write_pairs_csv(result.pairs, out_dir / "pairs.csv", threshold)
-    with warnings.catch_warnings():  # copydetect reads its template with importlib.resources.open_text
-        warnings.simplefilter("ignore", DeprecationWarning)
-        result.detector.generate_html_report()
-    flagged = sum(p.score >= threshold for p in result.pairs)
-    echo(f"similarity: {len(result.pairs)} pairs compared, {flagged} at or above {threshold:g}; wrote {out_dir}/")
+    write_html(result, threshold, out_dir / "report.html")
+    flagged = sum(p.flagged(threshold) for p in result.pairs)
+    echo(
+        f"similarity: {len(result.pairs)} pairs compared, {flagged} flagged (score at least {threshold:g}, "
+        f"{MIN_SHARED_TOKENS} shared tokens or more); wrote {out_dir}/"
+    )
     return result

@@ -26,7 +26,8 @@ def add_options(parser, out_flag: str = "--out") -> None:
         "--threshold",
         type=probability,
         default=similarity.THRESHOLD,
-        help="pairs.csv lists pairs scoring at least this (default: %(default)s)",
+        help="pairs.csv lists pairs scoring at least this that share at least "
+        f"{similarity.MIN_SHARED_TOKENS} tokens (default: %(default)s)",
     )
     parser.add_argument(
         "--top",
