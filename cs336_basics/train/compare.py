@@ -1,9 +1,16 @@
 """`cs336 compare RUN_DIR...`: runs of `cs336 train` side by side, from their config.toml and
-metrics.jsonl. One figure (PREFIX.png): the validation loss (lines with points) and the training
-loss (thin lines, same colour) against the step and against wall-clock minutes, each run labelled
-by the settings in which the runs differ. One Markdown table (PREFIX.md, also printed): final and
-best validation loss, steps done, tokens per second, wall and CPU time, diverged or not."""
+metrics.jsonl. One figure (PREFIX.png, compare_figure.py): the validation and training losses
+against the step and against wall-clock minutes, each run labelled by the settings in which the
+runs differ, the y-range set by the runs that trained and the diverged runs marked at its top edge
+(--log-scale: a log axis). One Markdown table (PREFIX.md, also printed): final and best validation
+loss, steps done, tokens per second, wall and CPU time, diverged or not.
 
+A run has diverged if `cs336 train` stopped it for that (a training loss NaN, inf or above
+diverge_loss), or if its latest training loss is not finite, or is above both ln(vocab_size) -- the
+loss of guessing uniformly, near where every run starts -- and the run's own first logged loss: it
+has gone up, and ends no better than guessing."""
+
+import math
 import os
 import sys
 from dataclasses import dataclass, fields
@@ -11,6 +18,7 @@ from pathlib import Path
 
 from cs336_basics.atomic_write import write_atomic
 from cs336_basics.train import metrics as M
+from cs336_basics.train.compare_figure import figure
 from cs336_basics.train.config import MACHINE, TrainConfig, apply, read_toml
 
 
@@ -20,7 +28,7 @@ class Run:
     config: TrainConfig
     train: list[dict]  # the training records, in step order
     valid: list[dict]  # the validation records
-    diverged_at: int | None  # the step of the record that said so
+    diverged_at: int | None  # the step at which it diverged (the module's docstring), None if it did not
 
     @property
     def last_train(self) -> dict:
@@ -36,9 +44,22 @@ def read_run(run_dir: str | os.PathLike) -> Run:
         )
     config = apply(TrainConfig(), read_toml(config_file), os.fspath(config_file))
     records = M.read_metrics(run_dir)
-    diverged = [r["step"] for r in records if r.get("diverged")]
-    return Run(run_dir, config, [r for r in records if "train_loss" in r], [r for r in records if "valid_loss" in r],
-               diverged[-1] if diverged else None)  # fmt: skip
+    train = [r for r in records if "train_loss" in r]
+    return Run(run_dir, config, train, [r for r in records if "valid_loss" in r],
+               diverged_at(records, train, config.vocab_size))  # fmt: skip
+
+
+def diverged_at(records: list[dict], train: list[dict], vocab_size: int) -> int | None:
+    """The step at which the run diverged (the module's docstring says when it has), or None."""
+    marked = [r["step"] for r in records if r.get("diverged")]
+    if marked:
+        return marked[-1]
+    if not train:
+        return None
+    latest = train[-1]["train_loss"]
+    if not math.isfinite(latest) or latest > max(math.log(vocab_size), train[0]["train_loss"]):
+        return train[-1]["step"]
+    return None
 
 
 def labels(runs: list[Run]) -> list[str]:
@@ -76,39 +97,6 @@ def table(runs: list[Run], names: list[str]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def figure(runs: list[Run], names: list[str]) -> bytes:
-    """The PNG: losses against the step (left) and against wall-clock minutes (right)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5), dpi=100, sharey=True)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (run, name) in enumerate(zip(runs, names, strict=True)):
-        colour = colours[i % len(colours)]
-        for ax, x in zip(axes, ("step", "time_s"), strict=True):
-            scale = 1 if x == "step" else 1 / 60
-            t = [(r[x] * scale, r["train_loss"]) for r in run.train]
-            v = [(r[x] * scale, r["valid_loss"]) for r in run.valid if x in r]
-            if t:
-                ax.plot(*zip(*t, strict=True), color=colour, linewidth=0.8, alpha=0.45)
-            if v:
-                ax.plot(*zip(*v, strict=True), "o-", color=colour, linewidth=1.5, markersize=3, label=name)
-            if run.diverged_at is not None and t:
-                ax.plot(*t[-1], "x", color=colour, markersize=9, label=None if v else f"{name} (diverged)")
-    first = [r.train[0]["train_loss"] for r in runs if r.train and r.train[0]["train_loss"] < float("inf")]
-    if first:  # a diverged run's loss would squash the others: the axis stops just above the first losses
-        axes[0].set_ylim(top=max(first) * 1.05)
-    for ax, xlabel in zip(axes, ("step", "wall-clock minutes"), strict=True):
-        ax.set_xlabel(xlabel)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("loss (nats/token): validation o-, training thin")
-    if axes[1].get_legend_handles_labels()[0]:
-        axes[1].legend(fontsize=8)
-    return M.png_of(fig)
-
-
 def add_command(commands) -> None:
     from cs336_basics.cli_types import input_dir
 
@@ -116,6 +104,7 @@ def add_command(commands) -> None:
     p.description = __doc__
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", type=input_dir)
     p.add_argument("--out", default="compare", metavar="PREFIX", help="writes PREFIX.png and PREFIX.md")
+    p.add_argument("--log-scale", action="store_true", help="draw the loss on a log axis")
     p.set_defaults(run=run)
 
 
@@ -129,7 +118,7 @@ def run(args) -> int:
     markdown = table(runs, names)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(Path(f"{args.out}.md"), markdown)
-    write_atomic(Path(f"{args.out}.png"), figure(runs, names))
+    write_atomic(Path(f"{args.out}.png"), figure(runs, names, args.log_scale))
     print(markdown, end="", flush=True)
     print(f"wrote {args.out}.png and {args.out}.md", file=sys.stderr)
     return 0

@@ -16,7 +16,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from cs336_basics.atomic_write import write_atomic
-from cs336_basics.train.compare import Run, figure, labels, read_run, table
+from cs336_basics.train.compare import Run, labels, read_run, table
+from cs336_basics.train.compare_figure import figure
 from cs336_basics.train.config import MACHINE, TrainConfig
 
 HERE = Path(__file__).resolve().parent
