@@ -40,7 +40,7 @@ class Group:
 GROUPS = (
     Group("seeds", "The baseline over seeds: the target", (f"{SWEEP}seeds --set seed=0,1,2",)),
     Group("lr", "Learning rate (200 steps)", (f"{SWEEP}lr --set max_lr=1e-3,3e-3,1e-2,3e-2,1e-1 --max_steps=200",
-                                              f"{SWEEP}lr --set max_lr=1 --max_steps=200  # looking for divergence")),
+                                              f"{SWEEP}lr --set max_lr=1,10 --max_steps=200  # looking for divergence")),
     Group("batch", "Batch size (the same 19,200 windows of 128 tokens for each size)",
           tuple(f"{SWEEP}batch --set batch_size={b} --max_steps={19200 // b} --eval_interval={3200 // b} "
                 f"--eval_batches={512 // b}" for b in (1, 8, 32, 64, 128))),
