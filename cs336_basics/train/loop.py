@@ -196,30 +196,51 @@ def _model_and_optimizer(config: TrainConfig, resume: bool, device, run_dir: Pat
 
 @dataclass
 class _Meter:
-    """The measured part of a logged record: throughput since the last record, utilisation of
-    `peak`, and wall and CPU time since the start plus a resumed run's earlier `offset`."""
+    """The measured part of a logged record: throughput since the last record, over the time spent
+    in training steps only (what runs inside `paused()`, validation and checkpoints, is left out),
+    utilisation of `peak`, and wall and CPU time since the start plus a resumed run's earlier `offset`."""
 
     tokens_per_step: int
     flops_per_token: float
     peak: float
     offset: dict
     last_step: int
-    t0: float = field(default_factory=time.perf_counter)
-    c0: float = field(default_factory=time.process_time)
-    last_time: float = field(default_factory=time.perf_counter)
+    t0: float = field(default_factory=lambda: time.perf_counter())
+    c0: float = field(default_factory=lambda: time.process_time())
+    last_time: float = field(default_factory=lambda: time.perf_counter())
+    paused_s: float = 0.0  # time spent paused since the last record
 
     def record(self, done: int, train_loss: float, lr: float, grad_norm: float) -> dict:
         now = time.perf_counter()
-        speed = (done - self.last_step) * self.tokens_per_step / max(now - self.last_time, 1e-9)
-        self.last_step, self.last_time = done, now
+        speed = (done - self.last_step) * self.tokens_per_step / max(now - self.last_time - self.paused_s, 1e-9)
+        self.last_step, self.last_time, self.paused_s = done, now, 0.0
         return {"step": done, "train_loss": train_loss, "lr": lr, "grad_norm": grad_norm,
                 "tokens": done * self.tokens_per_step, "tokens_per_s": round(speed, 1),
                 **U.utilisation(speed, self.flops_per_token, self.peak), "peak_flops_per_s": float(f"{self.peak:.4g}"),
                 "time_s": round(self.offset["time_s"] + now - self.t0, 3),
                 "cpu_s": round(self.offset["cpu_s"] + time.process_time() - self.c0, 3)}  # fmt: skip
 
+    @contextlib.contextmanager
+    def paused(self):
+        """Time spent inside is not training time: the next record's rate leaves it out."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.paused_s += time.perf_counter() - start
+
     def time_s(self) -> float:
         return round(self.offset["time_s"] + time.perf_counter() - self.t0, 3)
+
+
+def _meter(config: TrainConfig, device, dtype, procs: Processes, offset: dict, start: int, bar) -> _Meter:
+    """The meter of the run, its peak FLOP/s printed once (rank 0) with how it was obtained."""
+    peak, how = U.peak_flops(config.peak_flops, device, dtype or torch.float32, procs.world)
+    if procs.rank == 0:
+        line = f"MFU divides by a peak of {peak:.4g} FLOP/s ({how})"
+        bar.write(line) if bar is not None else print(line, file=sys.stderr, flush=True)
+    return _Meter(config.batch_size * config.context_length, U.model_flops_per_token(config.model_config()), peak,
+                  offset, start)  # fmt: skip
 
 
 def _step(net, model, optimizer, tokens, config: TrainConfig, step: int, rank: int, world: int, device, autocast):
@@ -292,9 +313,7 @@ def _train(config: TrainConfig, resume: bool, procs: Processes, device, run_dir:
         from tqdm import tqdm
 
         bar = tqdm(total=config.max_steps, initial=start, unit="step", dynamic_ncols=True, smoothing=0.1)
-    peak = world * (config.peak_flops or U.measure_peak_flops(device, dtype or torch.float32))
-    meter = _Meter(config.batch_size * config.context_length, U.model_flops_per_token(config.model_config()), peak,
-                   offset, start)  # fmt: skip
+    meter = _meter(config, device, dtype, procs, offset, start, bar)
     record: dict = {"step": start}
     for step in range(start, config.max_steps):
         loss, lr, grad_norm = _step(net, model, optimizer, train_tokens, config, step, rank, world, device, autocast)
@@ -307,10 +326,11 @@ def _train(config: TrainConfig, resume: bool, procs: Processes, device, run_dir:
                 value /= world
             record = meter.record(done, float(value), lr, float(grad_norm))
             _log(record, config, rank, run_dir, bar)
-        if rank == 0 and (done % config.eval_interval == 0 or last_step):
-            record = _evaluate_and_plot(model, valid_tokens, config, device, autocast, run_dir, meter, record, bar)
-        if rank == 0 and (done % config.checkpoint_interval == 0 or last_step):
-            save_checkpoint(model, optimizer, done, run_dir / CHECKPOINT)
+        with meter.paused():  # not training time: left out of the token rate and MFU
+            if rank == 0 and (done % config.eval_interval == 0 or last_step):
+                record = _evaluate_and_plot(model, valid_tokens, config, device, autocast, run_dir, meter, record, bar)
+            if rank == 0 and (done % config.checkpoint_interval == 0 or last_step):
+                save_checkpoint(model, optimizer, done, run_dir / CHECKPOINT)
         if bar is not None:
             bar.update(1)
     if bar is not None:

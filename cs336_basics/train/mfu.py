@@ -1,7 +1,8 @@
 """Model FLOPs utilisation (Chowdhery et al. 2022, PaLM, appendix B): the FLOPs the model needs
 per second at the measured token rate (training FLOPs per token, cs336_basics/accounting, times
 tokens/s) over the peak the devices can do. The peak is measured where the run trains, by a
-square matrix multiply in the run's dtype (the best of a few), unless the configuration states one."""
+square matrix multiply in the run's dtype (the best of a few), unless the configuration states one;
+`cs336 train` prints it once at the start with how it was obtained (peak_flops)."""
 
 import math
 import time
@@ -39,6 +40,18 @@ def measure_peak_flops(device: torch.device, dtype: torch.dtype = torch.float32,
         if i:
             best = min(best, time.perf_counter() - start)
     return 2 * size**3 * PEAK_PRODUCTS / max(best, 1e-9)
+
+
+def peak_flops(stated: float, device: torch.device, dtype: torch.dtype, processes: int = 1) -> tuple[float, str]:
+    """(FLOP/s of all `processes` together, how it was obtained): `stated` (the configuration's
+    peak_flops, per process) if non-zero, else measured by measure_peak_flops on this device."""
+    if stated:
+        how = f"given by peak_flops={stated:.4g} per process"
+    else:
+        size = PEAK_SIZE if device.type == "cpu" else ACCELERATOR_PEAK_SIZE
+        stated = measure_peak_flops(device, dtype)
+        how = f"measured: the fastest of {PEAK_REPEATS} {size}x{size} {str(dtype).removeprefix('torch.')} matmuls on {device}"
+    return processes * stated, f"{how}, x {processes} process(es)" if processes > 1 else how
 
 
 def model_flops_per_token(model_config) -> float:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from cs336_basics.accounting.flops import training_flops_per_token
+from cs336_basics.train import loop as L
 from cs336_basics.train import mfu as U
 from cs336_basics.train.config import TrainConfig, load_config
 from cs336_basics.train.loop import train
@@ -22,12 +23,13 @@ FOUR_DIGITS = 5e-4
 
 
 def _run(tmp_path, **settings) -> list[dict]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     corpus = tmp_path / "stories.txt"
     corpus.write_text(toy_stories(np.random.default_rng(0), 100))
     config = TrainConfig(out_dir=str(tmp_path / "run"), corpus=str(corpus), vocab_size=280, context_length=16,
                          d_model=16, num_layers=1, num_heads=2, d_ff=32, batch_size=4, max_steps=4, warmup_steps=1,
-                         eval_interval=4, eval_batches=1, log_interval=2, checkpoint_interval=4, threads=1,
-                         progress=False, device="cpu", **settings)  # fmt: skip
+                         eval_batches=1, log_interval=2, checkpoint_interval=4, threads=1, progress=False, device="cpu",
+                         **{"eval_interval": 4, **settings})  # fmt: skip
     train(config)
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     return config, [r for r in records if "train_loss" in r]
@@ -65,3 +67,34 @@ def test_train_mfu_peak_benchmark_divides_its_products_flops_by_the_fastest_timi
 def test_train_mfu_negative_peak_is_refused_by_name():
     with pytest.raises(ValueError, match="peak_flops must be >= 0.*-1"):
         load_config(overrides={"peak_flops": "-1"})
+
+
+def test_train_mfu_peak_is_printed_once_with_how_it_was_obtained(tmp_path, monkeypatch, capsys):
+    _run(tmp_path / "given", peak_flops=2.5e9)
+    given = [line for line in capsys.readouterr().err.splitlines() if "peak" in line]
+    monkeypatch.setattr(U, "measure_peak_flops", lambda device, dtype: 3.0e9)
+    _run(tmp_path / "measured")
+    measured = [line for line in capsys.readouterr().err.splitlines() if "peak" in line]
+    assert given == ["MFU divides by a peak of 2.5e+09 FLOP/s (given by peak_flops=2.5e+09 per process)"]
+    assert len(measured) == 1 and "3e+09 FLOP/s (measured: the fastest of" in measured[0]
+    assert f"{U.PEAK_SIZE}x{U.PEAK_SIZE} float32 matmuls on cpu" in measured[0]
+
+
+def test_train_mfu_token_rate_leaves_out_validation_and_checkpoint_time(tmp_path, monkeypatch):
+    """A fake clock that ticks once per reading, and jumps by LONG during each validation: the rate
+    of the record after a validation is that of the steps' ticks alone."""
+    long, jump, ticks = 1e6, [0.0], itertools.count()
+    monkeypatch.setattr(L.time, "perf_counter", lambda: next(ticks) + jump[0])
+    real_evaluate = L.evaluate
+
+    def slow_evaluate(*args, **kwargs):
+        jump[0] += long
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(L, "evaluate", slow_evaluate)
+    config, records = _run(tmp_path, peak_flops=1e9, eval_interval=2)  # validations after steps 2 and 4
+    tokens_per_record = config.log_interval * config.batch_size * config.context_length
+    assert [r["step"] for r in records] == [2, 4]
+    # counted with the validation, the rate would be below tokens_per_record / LONG tokens per tick
+    assert records[1]["tokens_per_s"] > 1000 * tokens_per_record / long
+    assert records[1]["time_s"] > long  # the wall clock still counts it
