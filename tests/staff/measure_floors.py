@@ -23,8 +23,10 @@ vendors) may round differently again (tests/README.md says how HEADROOM was chos
 
 --record writes the matrix maxima to floor_matrix.json (test_floors.py checks the declared floors
 against it). After a change to some test modules, `--ungraded --modules M... --matrix --save
-new.json` re-measures theirs alone and `--load old.json new.json --record` merges them. The matrix takes about 20 minutes on a quiet 2-core machine, an hour while other
-work shares it.
+new.json` re-measures theirs alone and `--load old.json new.json --record` merges them; without
+the old matrix's file, `--load new.json --record --merge` replaces or adds in floor_matrix.json
+only the comparisons new.json measured (merged_record). The matrix takes about 20 minutes on a
+quiet 2-core machine, an hour while other work shares it.
 """
 
 import argparse
@@ -258,16 +260,37 @@ def loaded(files: list[Path]) -> dict[str, dict]:
     return matrix
 
 
-def record(matrix: dict[str, dict], path: Path = RECORD) -> None:
-    """Write the matrix maxima to RECORD, with the machine and the code paths they come from."""
+def machine() -> dict[str, str]:
+    """The CPU and the PyTorch version measurements are taken with, as RECORD names them."""
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "unknown")  # fmt: skip
-    data = {"cpu": cpu, "torch": torch.__version__, "paths": list(matrix), **maxima(matrix)}
-    path.write_text(json.dumps(data, indent=1) + "\n")
+    return {"cpu": cpu, "torch": torch.__version__}
+
+
+def record(matrix: dict[str, dict], path: Path = RECORD) -> None:
+    """Write the matrix maxima to RECORD, with the machine and the code paths they come from."""
+    path.write_text(json.dumps({**machine(), "paths": list(matrix), **maxima(matrix)}, indent=1) + "\n")
+
+
+def merged_record(recorded: dict, matrix: dict[str, dict], here: dict[str, str]) -> dict:
+    """RECORD's content `recorded` with the comparisons a partial matrix measured replaced or added
+    (their maxima, where and surprises recomputed from it), every other entry kept. Sound only if
+    the partial matrix is a matrix of the same code paths on the same machine and PyTorch (`here`,
+    as machine() gives it), each comparison measured on every path: otherwise ValueError."""
+    if {k: recorded[k] for k in here} != here:
+        raise ValueError(f"recorded on {[recorded[k] for k in here]}, measured on {list(here.values())}")
+    if sorted(matrix) != sorted(recorded["paths"]):
+        raise ValueError(f"the partial matrix's paths {sorted(matrix)} are not the record's")
+    for kind in ("graded", "ungraded"):
+        if len({tuple(sorted(m[kind])) for m in matrix.values()}) > 1:
+            raise ValueError(f"{kind}: the paths measured different comparisons (a path's run failed?)")
+    new = maxima(matrix)
+    return recorded | {kind: recorded[kind] | new[kind] for kind in ("graded", "ungraded")}
 
 
 LOAD_HELP = "print what --save wrote; of several files, each comparison from the last one that measured it"
-MODULES_HELP = "with --ungraded: only these of MEASURED_BY (a partial re-measure, merged by --load)"
+MODULES_HELP = "with --ungraded: only these of MEASURED_BY (a partial re-measure, merged by --load or --merge)"
+MERGE_HELP = f"with --record: replace or add in {RECORD.name} only the comparisons measured, keep the rest"
 
 
 def main() -> None:
@@ -281,10 +304,13 @@ def main() -> None:
     mode.add_argument("--json", type=Path, metavar="FILE", help="write this process's measurements (a matrix cell)")
     parser.add_argument("--save", type=Path, metavar="FILE", help="with --matrix: keep every cell in FILE")
     parser.add_argument("--record", action="store_true", help=f"with --matrix or --load: write {RECORD.name}")
+    parser.add_argument("--merge", action="store_true", help=MERGE_HELP)
     parser.add_argument("--modules", nargs="+", choices=MEASURED_BY, metavar="MODULE", help=MODULES_HELP)
     args = parser.parse_args()
     if args.modules and not args.ungraded:
         parser.error("--modules needs --ungraded")
+    if args.merge and not args.record:
+        parser.error("--merge needs --record")
     code_paths.mkldnn_switch()
     modules = tuple(args.modules or MEASURED_BY)
     kinds = ["--graded"] if args.graded else ["--ungraded", "--modules", *modules] if args.ungraded else []
@@ -294,9 +320,15 @@ def main() -> None:
         matrix = loaded(args.load) if args.load else measure_matrix(code_paths.matrix(), kinds)
         if args.save:
             args.save.write_text(json.dumps(matrix, indent=1))
-        if args.record:
+        if args.record and args.merge:
+            try:
+                merged = merged_record(json.loads(RECORD.read_text()), matrix, machine())
+            except ValueError as e:
+                parser.error(f"--merge: {e}")
+            RECORD.write_text(json.dumps(merged, indent=1) + "\n")
+        elif args.record:
             if not all(m["graded"] and m["ungraded"] for m in matrix.values()):
-                parser.error("--record needs both kinds measured on every path")
+                parser.error("--record needs both kinds measured on every path (or --merge)")
             record(matrix)
         print_matrix(matrix)
     else:

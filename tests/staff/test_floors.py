@@ -14,7 +14,15 @@ import torch
 
 from cs336_basics.staff.cases import CASES, HEADROOM
 from tests.floors import FLOORS, GRADIENT, KERNEL_DTYPES, KERNEL_TABLES, MaxErrors, kernel_floor_name
-from tests.staff.measure_floors import MEASURED_BY, RECORD, declared, graded_floor, measure_graded, measure_ungraded
+from tests.staff.measure_floors import (
+    MEASURED_BY,
+    RECORD,
+    declared,
+    graded_floor,
+    measure_graded,
+    measure_ungraded,
+    merged_record,
+)
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -79,3 +87,40 @@ def test_floors_measuring_modules_have_no_main_block():
 def test_floors_max_errors_refuses_a_name_not_declared():
     with pytest.raises(KeyError, match="'attention.f16'"):
         MaxErrors().keep("attention.f16", torch.zeros(1), torch.zeros(1))
+
+
+HERE = {"cpu": "a CPU", "torch": "2.x"}
+PATHS = ["default/-/-/1t", "avx2/-/-/1t"]  # two paths one switch apart: capability
+
+
+def _partial() -> dict[str, dict]:
+    """A matrix of PATHS that measured "smollm2.hf" and "parallel.adapters" alone."""
+    cells = {"smollm2.hf": (2e-6, 4e-6), "parallel.adapters": (2e-7, 1e-7)}
+    return {path: {"graded": {}, "ungraded": {n: v[i] for n, v in cells.items()}} for i, path in enumerate(PATHS)}
+
+
+def test_floors_merge_replaces_or_adds_only_the_comparisons_a_partial_matrix_measured():
+    recorded = {**HERE, "paths": PATHS, "graded": {"a_case": [1e-7, PATHS[0], 1.5, "MKL=AVX2"]},
+                "ungraded": {"gelu.f64": [5e-16, PATHS[1], 1.2, "threads=1t"], "smollm2.hf": [1.0, PATHS[0], 9.0, "x"]}}  # fmt: skip
+    merged = merged_record(recorded, _partial(), HERE)
+    assert merged == {**HERE, "paths": PATHS, "graded": recorded["graded"], "ungraded": {
+        "gelu.f64": [5e-16, PATHS[1], 1.2, "threads=1t"],  # kept
+        "smollm2.hf": [4e-6, PATHS[1], 2.0, "capability=avx2"],  # replaced, its surprise recomputed
+        "parallel.adapters": [2e-7, PATHS[0], 2.0, "capability=default"],  # added
+    }}  # fmt: skip
+    assert recorded["ungraded"]["smollm2.hf"][0] == 1.0  # the record read is not changed in place
+
+
+@pytest.mark.parametrize(
+    "here, partial, error",
+    [
+        ({"cpu": "a CPU", "torch": "2.y"}, _partial(), "recorded on"),  # another PyTorch
+        (HERE, {PATHS[0]: _partial()[PATHS[0]]}, "paths"),  # one path of two
+        (HERE, _partial() | {PATHS[1]: {"graded": {}, "ungraded": {"smollm2.hf": 4e-6}}}, "different comparisons"),
+    ],
+    ids=["torch", "paths", "cells"],
+)
+def test_floors_merge_refuses_a_partial_matrix_of_another_machine_or_other_paths_or_cells(here, partial, error):
+    recorded = {**HERE, "paths": PATHS, "graded": {}, "ungraded": {}}
+    with pytest.raises(ValueError, match=error):
+        merged_record(recorded, partial, here)
