@@ -210,6 +210,12 @@ def assemble(per_rank: list[dict], kind: str, dtype, sharded_weights: bool, plan
     return full
 
 
+def result_pairs(got: dict, want: dict) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """{what: (ours, expected)} of two whole results (see assemble): output, input grad, each weight's grad."""
+    pairs = {"output": (got["y"], want["y"]), "input grad": (got["dx"], want["dx"])}
+    return pairs | {f"grad of {k}": (got["dw"][k], want["dw"][k]) for k in want["dw"]}
+
+
 @functools.cache
 def plan_of(kind: str) -> dict:
     return sharding.sharding_plan(parallel_module(kind, world_size=1, rank=0))

@@ -124,9 +124,7 @@ def measure_floors(seeds=None, world_sizes=(1, 2, 4)) -> dict[str, float]:
         for kind, dtype in CASES:
             got, want = P.ours(kind, world_size, dtype), P.single_process(kind, dtype)
             name = "parallel.f32" if dtype == torch.float32 else "parallel.f64"
-            for a, b in [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
-                (got["dw"][k], want["dw"][k]) for k in want["dw"]
-            ]:
+            for a, b in P.result_pairs(got, want).values():
                 floors.keep(name, a, b)
         full, _, x, dy = P.heads_case()
         xg = x.clone().requires_grad_()

@@ -1,7 +1,8 @@
 """The language model split over ranks (heads and FFN hidden units; cs336_basics/nn/parallel/
 transformer_lm.py) generates what one process generates: the same greedy tokens, token for
 token, logits within a measured tolerance of the float64 truth, a KV cache of local heads only,
-and no rank left running. A small random model: 2 layers, 4 query heads sharing 2 kv heads."""
+and no rank left running. A small random model: 2 layers, 4 query heads sharing 2 kv heads.
+Tolerance: tests/floors.py ("parallel_transformer.f32"), the floor measured by measure_floors below."""
 
 import pytest
 import torch
@@ -11,26 +12,26 @@ from cs336_basics.generation.generate import generate
 from cs336_basics.nn import TransformerLM, TransformerLMConfig
 from cs336_basics.nn.parallel import ParallelTransformerLM, choose_backend, load_sharded
 from cs336_basics.nn.parallel.launch import launch
-from cs336_basics.testing import compare, tolerance
+from cs336_basics.testing import compare
 
 from .. import _parallel as P
+from ..floors import MaxErrors, tol
 
 pytestmark = pytest.mark.slow  # second tier: a language model split over ranks
 
 CONFIG = TransformerLMConfig(vocab_size=61, context_length=40, d_model=32, num_layers=2, num_heads=4, d_ff=48,
                              rope_theta=500.0, num_kv_heads=2)  # fmt: skip
 PROMPT, NEW = [5, 17, 3, 42, 8], 24
-# float32 logits of the whole sequence vs the float64 truth: floor 8.4e-7 measured (max over the
-# one-process model and both ranks of W = 2, seeds 0-4, default and ATEN_CPU_CAPABILITY=default)
-TOL = tolerance(8.4e-7)
+TOL = tol("parallel_transformer.f32")  # float32 logits of the whole sequence vs the float64 truth
 
 
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here
 
 
 def full_state_dict(seed: int = 0) -> dict[str, torch.Tensor]:
-    torch.manual_seed(seed)
-    return TransformerLM(CONFIG, dtype=torch.float64).state_dict()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return TransformerLM(CONFIG, dtype=torch.float64).state_dict()
 
 
 def _rank(rank, world_size, state_dict):
@@ -45,10 +46,9 @@ def _rank(rank, world_size, state_dict):
     return tokens, logits, tuple(cache[0].k.shape), dist.get_backend()
 
 
-@pytest.fixture(scope="module")
-def one_process():
+def one_process_run(seed: int = 0) -> tuple:
     """Tokens and float32 logits of our TransformerLM in this process, and the float64 truth."""
-    state_dict = full_state_dict()
+    state_dict = full_state_dict(seed)
     model = TransformerLM(CONFIG)
     model.load_state_dict({k: v.float() for k, v in state_dict.items()})
     truth = TransformerLM(CONFIG, dtype=torch.float64)
@@ -59,9 +59,26 @@ def one_process():
         return tokens, model(ids), truth(ids)
 
 
+def two_ranks_run(seed: int = 0) -> list[tuple]:
+    """Each rank's _rank(...) of the model `seed` draws, split over two ranks."""
+    return launch(_rank, 2, (full_state_dict(seed),), timeout=60)
+
+
+def logits_vs_truth(one_process: tuple, two_ranks: list[tuple]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """{whose: (float32 logits, the float64 truth)}: the one-process model's and each rank's."""
+    _, ours, truth = one_process
+    ranks = {f"W=2, rank {r}": (logits, truth) for r, (_, logits, *_) in enumerate(two_ranks)}
+    return {"one process": (ours, truth)} | ranks
+
+
+@pytest.fixture(scope="module")
+def one_process():
+    return one_process_run()
+
+
 @pytest.fixture(scope="module")
 def two_ranks():
-    return launch(_rank, 2, (full_state_dict(),), timeout=60)
+    return two_ranks_run()
 
 
 def test_parallel_transformer_greedy_tokens_equal_one_process_token_for_token(one_process, two_ranks):
@@ -71,9 +88,7 @@ def test_parallel_transformer_greedy_tokens_equal_one_process_token_for_token(on
 
 
 def test_parallel_transformer_logits_match_the_float64_truth(one_process, two_ranks):
-    _, ours, truth = one_process
-    results = {"one process": ours} | {f"W=2, rank {r}": logits for r, (_, logits, *_) in enumerate(two_ranks)}
-    for what, logits in results.items():
+    for what, (logits, truth) in logits_vs_truth(one_process, two_ranks).items():
         result = compare(logits, truth, TOL, out_dtype=torch.float32)
         assert result.ok, f"{what}, float32 logits: {result.message}"
 
@@ -96,3 +111,9 @@ def test_parallel_transformer_rejects_heads_the_ranks_cannot_share():
     config = TransformerLMConfig(61, 40, 36, 1, num_heads=9, d_ff=48, num_kv_heads=3)  # SmolLM2's 9 and 3 heads
     with pytest.raises(ValueError, match=r"num_heads=9 and num_kv_heads=3 are not divisible by world_size=2"):
         ParallelTransformerLM(config, world_size=2, rank=0)
+
+
+def measure_floors(seeds: range | None = None) -> dict[str, float]:
+    """{floor name: max scaled error} of the logits above, the model of each of `seeds` (by default 0-4)."""
+    runs = ((one_process_run(seed), two_ranks_run(seed)) for seed in seeds or range(5))
+    return MaxErrors.of("parallel_transformer.f32", (pair for run in runs for pair in logits_vs_truth(*run).values()))

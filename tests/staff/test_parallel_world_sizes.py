@@ -3,8 +3,9 @@ of 1 and 4 ranks, and our parallel layers against PyTorch's DTensor tensor paral
 (`parallelize_module` with ColwiseParallel / RowwiseParallel on torch.nn.Linear) at 1, 2 and 4.
 
 Staff-side because each group size is another launch, and DTensor imports torch._dynamo (seconds
-of every student run otherwise). Floors: `uv run python -m tests.staff.test_parallel_world_sizes`
-(tests/staff/README.md, "Tensor parallelism")."""
+of every student run otherwise). Tolerances: tests/floors.py ("parallel.adapters",
+"parallel.dtensor*"), the floors measured by measure_floors below (tests/staff/README.md, "Tensor
+parallelism")."""
 
 import functools
 
@@ -14,7 +15,6 @@ import torch.nn.functional as TF
 from torch import nn
 
 from cs336_basics.nn.parallel.launch import launch
-from cs336_basics.testing import tolerance
 
 from .. import _parallel as P
 from .. import oracles
@@ -25,14 +25,16 @@ from ..adapters import (
     run_parallel_swiglu,
     run_row_parallel_linear,
 )
+from ..floors import MaxErrors, tol
 
 pytestmark = pytest.mark.slow  # second tier: process groups of 1 and 4 ranks, DTensor
 
 OTHER_SIZES = (1, 4)
 ALL_SIZES = (1, 2, 4)
 CASE_IDS = [i.replace(f"-W{P.WORLD_SIZE}", "") for i in layers.IDS]  # kind-dtype; the size is a parameter here
-TOL_ADAPTERS = tolerance(4.4e-7)  # float32; measured floor vs built-ins over 3 seeds, W = 1, 2, 4
-TOL_DTENSOR = {torch.float32: tolerance(2.0e-7), torch.float64: tolerance(3.2e-16, torch.float64)}
+TOL_ADAPTERS = tol("parallel.adapters")  # float32
+TOL_DTENSOR = {torch.float32: tol("parallel.dtensor"), torch.float64: tol("parallel.dtensor_f64")}
+F32 = torch.float32
 
 no_process_left_behind = P.no_process_left_behind  # autouse: every test here
 
@@ -66,26 +68,42 @@ def test_parallel_heads_split_equals_one_process_at_other_world_sizes(world_size
     P.check_heads_split_equals_one_process(world_size)
 
 
+# The adapters against the built-ins: (the adapter's output, the built-in's) at world_size on the
+# inputs of `seed`, 0 the tests' (each draw takes seeds 8 * seed + 1 ... 8 * seed + 8).
+def column_adapter(world_size: int, seed: int = 0, gather_output: bool = True) -> tuple:
+    w, x = rand(24, 16, seed=8 * seed + 1, std=0.3, dtype=F32), rand(2, 3, 16, seed=8 * seed + 2, dtype=F32)
+    return run_column_parallel_linear(16, 24, world_size, w, x, gather_output=gather_output), TF.linear(x, w)
+
+
+def row_adapter(world_size: int, seed: int = 0) -> tuple:
+    w, x = rand(16, 24, seed=8 * seed + 3, std=0.3, dtype=F32), rand(5, 24, seed=8 * seed + 4, dtype=F32)
+    return run_row_parallel_linear(24, 16, world_size, w, x), TF.linear(x, w)
+
+
+def ffn_adapter(world_size: int, seed: int = 0) -> tuple:
+    shapes = {5: (24, 16), 6: (16, 24), 7: (24, 16)}
+    w1, w2, w3 = (rand(*s, seed=8 * seed + k, std=0.3, dtype=F32) for k, s in shapes.items())
+    x = rand(2, 3, 16, seed=8 * seed + 8, dtype=F32)
+    return run_parallel_swiglu(16, 24, world_size, w1, w2, w3, x), oracles.swiglu_ffn(x, w1, w2, w3)
+
+
+ADAPTERS = (functools.partial(column_adapter, gather_output=True), functools.partial(column_adapter, gather_output=False),
+            row_adapter, ffn_adapter)  # fmt: skip
+
+
 @pytest.mark.parametrize("gather_output", [True, False], ids=["gathered", "sharded"])
 def test_parallel_column_adapter_matches_builtin(gather_output):
-    w, x = rand(24, 16, seed=1, std=0.3, dtype=torch.float32), rand(2, 3, 16, seed=2, dtype=torch.float32)
-    y = run_column_parallel_linear(16, 24, 4, w, x, gather_output=gather_output)
-    assert_close(y, TF.linear(x, w), TOL_ADAPTERS, f"column-parallel, W=4, gather_output={gather_output}")
+    y, expected = column_adapter(4, gather_output=gather_output)
+    assert_close(y, expected, TOL_ADAPTERS, f"column-parallel, W=4, gather_output={gather_output}")
 
 
 def test_parallel_row_adapter_matches_builtin():
-    w, x = rand(16, 24, seed=3, std=0.3, dtype=torch.float32), rand(5, 24, seed=4, dtype=torch.float32)
-    assert_close(run_row_parallel_linear(24, 16, 4, w, x), TF.linear(x, w), TOL_ADAPTERS, "row-parallel, W=4")
+    assert_close(*row_adapter(4), TOL_ADAPTERS, "row-parallel, W=4")
 
 
 @pytest.mark.parametrize("world_size", ALL_SIZES, ids=_ids)
 def test_parallel_ffn_adapter_matches_builtin(world_size):
-    w1, w2, w3 = (
-        rand(*s, seed=seed, std=0.3, dtype=torch.float32) for s, seed in (((24, 16), 5), ((16, 24), 6), ((24, 16), 7))
-    )
-    x = rand(2, 3, 16, seed=8, dtype=torch.float32)
-    y = run_parallel_swiglu(16, 24, world_size, w1, w2, w3, x)
-    assert_close(y, oracles.swiglu_ffn(x, w1, w2, w3), TOL_ADAPTERS, f"parallel FFN, W={world_size}")
+    assert_close(*ffn_adapter(world_size), TOL_ADAPTERS, f"parallel FFN, W={world_size}")
 
 
 def test_parallel_ffn_adapter_raises_the_ranks_error_for_a_width_they_cannot_share():
@@ -157,32 +175,31 @@ def _dtensor_ranks(world_size: int) -> list[dict]:
     return launch(rank_dtensor, world_size, timeout=60)
 
 
+def dtensor_pairs(kind: str, dtype: torch.dtype, world_size: int) -> dict[str, tuple]:
+    """{what: (ours, DTensor's)}: output, input grad and each weight's grad, W = world_size."""
+    return P.result_pairs(P.ours(kind, world_size, dtype), dtensor(kind, world_size, dtype))
+
+
 @pytest.mark.parametrize("world_size", ALL_SIZES, ids=_ids)
 @pytest.mark.parametrize("kind, dtype", layers.CASES, ids=CASE_IDS)
 def test_parallel_agrees_with_dtensor_parallelize_module(kind, dtype, world_size):
-    got, want = P.ours(kind, world_size, dtype), dtensor(kind, world_size, dtype)
-    tol = TOL_DTENSOR[dtype]
-    assert_close(got["y"], want["y"], tol, f"{kind} output vs DTensor, W={world_size}")
-    assert_close(got["dx"], want["dx"], tol, f"{kind} input grad vs DTensor, W={world_size}")
-    for key in want["dw"]:
-        assert_close(got["dw"][key], want["dw"][key], tol, f"{kind} grad of {key} vs DTensor, W={world_size}")
+    for what, (got, want) in dtensor_pairs(kind, dtype, world_size).items():
+        assert_close(got, want, TOL_DTENSOR[dtype], f"{kind} {what} vs DTensor, W={world_size}")
 
 
-def _measure() -> None:
-    """Print the floor of TOL_DTENSOR (the single-process floor: `uv run python -m tests.test_parallel_layers`)."""
-    from cs336_basics.testing import scaled_error
-
-    worst = {}
-    for world_size in ALL_SIZES:
+def measure_floors(seeds: range | None = None) -> dict[str, float]:
+    """{floor name: max scaled error}: the adapters vs the built-ins over `seeds` (by default 0-2)
+    and ours vs DTensor (fixed inputs, tests/_parallel.py), each kind, dtype, output and every
+    gradient; by default at W = 1, 2, 4, with `seeds` given (the one-seed check) at the public
+    tests' W = 2 alone, the smallest group that splits anything."""
+    sizes = ALL_SIZES if seeds is None else (P.WORLD_SIZE,)
+    floors = MaxErrors()
+    for world_size in sizes:
+        for seed in seeds or range(3):
+            for adapter in ADAPTERS:
+                floors.keep("parallel.adapters", *adapter(world_size, seed))
         for kind, dtype in layers.CASES:
-            got, want = P.ours(kind, world_size, dtype), dtensor(kind, world_size, dtype)
-            pairs = [(got["y"], want["y"]), (got["dx"], want["dx"])] + [
-                (got["dw"][k], want["dw"][k]) for k in want["dw"]
-            ]
-            worst[dtype] = max(worst.get(dtype, 0.0), max(float(scaled_error(a, b).max()) for a, b in pairs))
-    for dtype, err in worst.items():
-        print(f"ours vs DTensor {dtype!s:14s} {err:.2e}")
-
-
-if __name__ == "__main__":
-    _measure()
+            name = "parallel.dtensor" if dtype == F32 else "parallel.dtensor_f64"
+            for got, want in dtensor_pairs(kind, dtype, world_size).values():
+                floors.keep(name, got, want)
+    return floors

