@@ -4,6 +4,8 @@ test (tests/test_smollm2.py) expects is what the reference and transformers both
 (tens of seconds), sharing one load of each model. Tolerance: tests/floors.py ("smollm2.hf"), the
 floor measured by measure_floors below."""
 
+import functools
+
 import pytest
 import torch
 
@@ -25,10 +27,19 @@ PROMPTS = [
 LOGIT_TOL = tol("smollm2.hf")
 
 
+@functools.cache
+def ours_model():
+    """(our model on the file's weights, its GGUF reader), loaded once a process: the tests and
+    measure_floors share it."""
+    return load_gguf_model(smollm2_path())
+
+
+@functools.cache
 def hf_model():
-    """transformers' LlamaForCausalLM from its own GGUF loading of the file, float32. Its progress
-    bars start no tqdm monitor thread: a thread left alive turns every later launch of ranks in
-    this process (launch.default_start_method) from fork to the slower forkserver."""
+    """transformers' LlamaForCausalLM from its own GGUF loading of the file, float32, once a
+    process. Its progress bars start no tqdm monitor thread: a thread left alive turns every later
+    launch of ranks in this process (launch.default_start_method) from fork to the slower
+    forkserver."""
     import tqdm
     from transformers import AutoModelForCausalLM
 
@@ -49,7 +60,7 @@ def logits(model, hf, reader, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.fixture(scope="session")
 def smollm2_ours():
-    return load_gguf_model(smollm2_path())
+    return ours_model()
 
 
 @pytest.fixture(scope="session")
@@ -102,6 +113,6 @@ def test_smollm2_greedy_tokens_match_transformers(smollm2_ours, smollm2_hf):
 
 def measure_floors(seeds: range | None = None) -> dict[str, float]:
     """{floor name: max scaled error} of the logits above: seed i is PROMPTS[i] (by default all three)."""
-    (model, reader), hf = load_gguf_model(smollm2_path()), hf_model()
+    (model, reader), hf = ours_model(), hf_model()
     prompts = [PROMPTS[i] for i in seeds or range(len(PROMPTS))]
     return MaxErrors.of("smollm2.hf", (logits(model, hf, reader, prompt) for prompt in prompts))
