@@ -4,6 +4,7 @@ run's entry and `cs336 account` then read the run's configuration whole. The lea
 evaluate's number, and account's parameters and forward FLOPs are the trained model's own count and
 torch.utils.flop_counter.FlopCounterMode's."""
 
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -50,10 +51,16 @@ def tokenizer(tmp_path_factory) -> dict:
     return {"vocab_path": run / L.VOCAB, "merges_path": run / L.MERGES}
 
 
-@pytest.fixture(scope="module", params=list(SETTINGS))
-def run(request, tokenizer, tmp_path_factory) -> tuple[Path, dict]:
-    settings = SETTINGS[request.param]
-    return _train(tmp_path_factory.mktemp("ablation") / request.param, {**settings, **tokenizer}), settings
+@pytest.fixture(scope="module")
+def runs(tokenizer, tmp_path_factory) -> dict[str, Path]:
+    """Every setting's run, trained once with the baseline's tokenizer."""
+    root = tmp_path_factory.mktemp("ablation")
+    return {name: _train(root / name, {**settings, **tokenizer}) for name, settings in SETTINGS.items()}
+
+
+@pytest.fixture(params=list(SETTINGS))
+def run(request, runs) -> tuple[Path, dict]:
+    return runs[request.param], SETTINGS[request.param]
 
 
 def test_ablation_run_trains_the_configured_model(run):
@@ -91,3 +98,13 @@ def test_ablation_run_account_equals_the_model_and_the_flop_counter(run, capsys)
     assert f"parameters: {sum(p.numel() for p in model.parameters()):,}\n" in out
     forward = re.search(r"forward FLOPs, batch 1 x \d+ tokens: (\S+)", out)
     assert forward and forward[1] == f"{counter.get_total_flops():.4e}", (forward, counter.get_total_flops())
+
+
+def test_ablation_runs_compare_labels_each_run_by_its_settings_and_reports_its_log(runs, tmp_path, capsys):
+    assert main(["compare", *map(str, runs.values()), "--out", str(tmp_path / "compare")]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[2:]]
+    assert len(rows) == len(runs) and len({r[0] for r in rows}) == len(runs)
+    for (name, run_dir), row in zip(runs.items(), rows, strict=True):
+        assert all(f"{k}={v}" in row[0] for k, v in SETTINGS[name].items()), (name, row[0])
+        logged = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        assert row[1] == f"{[r['valid_loss'] for r in logged if 'valid_loss' in r][-1]:.4f}", (name, row)

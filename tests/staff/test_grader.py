@@ -1001,6 +1001,7 @@ def test_grader_command_refuses_naming_each_missing_mechanism_unless_told(monkey
     from cs336_basics.staff.grader import cli, preflight
 
     monkeypatch.setattr(preflight, "missing", lambda: {"cgroup memory/pids/cpu": "no controller", "seccomp": "EINVAL"})
+    (tmp_path / "a_submission").mkdir()  # a folder with something in it: the command checks that first
     for argv in (["grade", str(tmp_path), "--results", str(tmp_path / "r.json")], ["grade-all", str(tmp_path)]):
         assert main(argv) == 2
         err = capsys.readouterr().err

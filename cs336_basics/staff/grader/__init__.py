@@ -24,6 +24,8 @@ gradebook.py     grade a directory of submissions in parallel; CSV gradebook
 leaderboard.py   the leaderboard entry evaluated in the sandbox (nats/token, bits/byte)
 spreadsheet.py   a gradebook cell a spreadsheet shows as text, never runs as a formula
 similarity.py    how alike submissions are (grade-all --similarity)
+fingerprints.py  copydetect's fingerprints with a hash that no process salts
+similarity_html.py  the similarity report's HTML: copydetect's template, labelled plots
 similarity_cli.py  `cs336 similarity`
 autograder.py    the Gradescope bundle (setup.sh, run_autograder)
 """
