@@ -89,17 +89,17 @@ def test_hf_dir_cli_prints_the_same_ids_and_exits_0(hf_dir, capsys):
     assert printed == _hf_greedy(theirs, [3, 14, 15, 92, 65, 35])
 
 
-def _assert_one_line_error(capsys, code, pattern):
+def _assert_one_line_error(capsys, code, pattern, status=1):
     out = capsys.readouterr()
-    assert code == 1
+    assert code == status
     lines = out.err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in out.err, out.err
     assert re.search(pattern, lines[0]), lines[0]
 
 
-def test_hf_dir_missing_gives_one_line_and_exit_1(tmp_path, capsys):
-    code = main(_cli_args(tmp_path / "nowhere"))
-    _assert_one_line_error(capsys, code, r"^cs336 generate: no config.json in .*nowhere$")
+def test_hf_dir_missing_gives_one_line_and_exit_2(tmp_path, capsys):
+    code = main(_cli_args(tmp_path / "nowhere"))  # refused with the command's arguments (cli_types.py)
+    _assert_one_line_error(capsys, code, r"^cs336 generate: error: argument --hf-dir: .*nowhere", status=2)
 
 
 def test_hf_dir_corrupt_weights_give_one_line_and_exit_1(hf_dir, tmp_path, capsys):

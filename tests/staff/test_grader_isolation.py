@@ -165,7 +165,8 @@ def test_grader_command_refuses_below_the_required_isolation_level(monkeypatch, 
 
     container_only = {m: "EPERM" for m in preflight.MECHANISMS if m not in ("user switch", "seccomp")}
     monkeypatch.setattr(preflight, "missing", lambda: dict(container_only))
-    argv = ["grade", str(tmp_path / "nothing"), "--results", str(tmp_path / "r.json"), "--require-isolation", "full"]
+    (tmp_path / "submission" / "cs336_basics").mkdir(parents=True)  # a folder the path check accepts
+    argv = ["grade", str(tmp_path / "submission"), "--results", str(tmp_path / "r.json"), "--require-isolation", "full"]
     assert main(argv) == 2
     assert "below the required 'full'" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
 
