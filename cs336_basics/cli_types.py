@@ -1,12 +1,11 @@
 """The `type=` validators every `cs336` subcommand shares: numbers in range (positive,
 non-negative, a fraction), input paths that exist and are not empty, and output folders that are
-empty or absent. A bad value is
-argparse's one-line error naming the argument, what it expects and what it got
-(`cs336 account: error: argument --memory-gb: expected a positive number, got -1`).
+empty or absent. A bad value is argparse's one-line error naming the argument, what it expects and
+what it got (`cs336 account: error: argument --memory-gb: expected a positive number, got -1`).
 
 Each number validator carries `bad_value`, a value it refuses, input path validators `kind` and the
-output folder validator `must_be_empty`, so that a test
-can find and try every checked argument from the parsers alone (tests/staff/test_cli_errors.py)."""
+output folder validator `must_be_empty`, so that a test can find and try every checked argument
+from the parsers alone."""
 
 import argparse
 import math
