@@ -63,7 +63,7 @@ def run(request, runs) -> tuple[Path, dict]:
     return runs[request.param], SETTINGS[request.param]
 
 
-def test_ablation_run_trains_the_configured_model(run):
+def test_ablation_run_builds_the_configured_model(run):
     run_dir, settings = run
     model, _ = load_trained(run_dir)
     named = {"norm_eps": "eps"}

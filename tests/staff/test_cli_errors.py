@@ -35,7 +35,8 @@ def _arguments(attribute: str) -> list[tuple[str, argparse.Action]]:
 
 
 def _ids(cases) -> list[str]:
-    return [f"{name}-{a.option_strings[0] if a.option_strings else a.metavar or a.dest}" for name, a in cases]
+    # by number: a subcommand's name ("generate", "train") is a component's, which `-k` selects by
+    return [f"argument{i}" for i in range(len(cases))]
 
 
 PATHS, NUMBERS, OUTPUTS = _arguments("kind"), _arguments("bad_value"), _arguments("must_be_empty")

@@ -80,7 +80,7 @@ def test_train_mfu_peak_is_printed_once_with_how_it_was_obtained(tmp_path, monke
     assert f"{U.PEAK_SIZE}x{U.PEAK_SIZE} float32 matmuls on cpu" in measured[0]
 
 
-def test_train_mfu_token_rate_leaves_out_validation_and_checkpoint_time(tmp_path, monkeypatch):
+def test_train_mfu_token_rate_leaves_out_validation_and_saving_time(tmp_path, monkeypatch):
     """A fake clock that ticks once per reading, and jumps by LONG during each validation: the rate
     of the record after a validation is that of the steps' ticks alone."""
     long, jump, ticks = 1e6, [0.0], itertools.count()
