@@ -211,9 +211,11 @@ def softmax(x: Float[Tensor, "..."], dim: int = -1) -> Float[Tensor, "..."]:
     # the lowest finite value, so that its entries give exp(-inf) = 0, not exp(-inf + inf) = NaN.
     row_max = x_c.detach().amax(dim=dim, keepdim=True).clamp(min=torch.finfo(x_c.dtype).min)
     exps = torch.exp(x_c - row_max)  # max exp(0) = 1: no overflow
-    # A row's sum is at least 1 (its max gives exp(0)) but in a fully masked row, where it is 0: there
-    # the smallest positive normal gives zeros / tiny = zeros, and no other row is clamped.
-    total = exps.sum(dim=dim, keepdim=True).clamp(min=torch.finfo(x_c.dtype).tiny)
+    # A row's sum is at least 1 (its max gives exp(0)), but a fully masked row's is 0: replaced by 1,
+    # it gives zeros / 1 = zeros and a finite gradient (clamped at the smallest positive float it
+    # gives zeros too, but a gradient g / tiny that overflows to inf, and inf x exp(-inf) is NaN).
+    total = exps.sum(dim=dim, keepdim=True)
+    total = total.masked_fill(total == 0, 1.0)
     return _as(exps * total.reciprocal(), x.dtype)  # a product's backward is cheaper than a quotient's
     # END SOLUTION
 

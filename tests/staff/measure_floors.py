@@ -1,9 +1,10 @@
 """Measure every floor the tests' tolerances come from, and print it beside the declared one.
 
 Graded cases (cs336_basics/staff/cases/): per case, the larger max scaled error, against the
-stored float64 expected output, of the reference adapter and of the same adapter on PyTorch's
-built-in kernels (tests/oracles.py), both run in the case's dtype. The registry declares these
-floors, rounded up; its tolerances follow from them.
+float64 expected output, of the reference adapter and of the same adapter on PyTorch's built-in
+kernels (tests/oracles.py), both run in the case's dtype, on the stored inputs and, for a public
+case, on fresh.DRAWS more draws of its definition (the grader grades public cases on fresh
+draws). The registry declares these floors, rounded up; its tolerances follow from them.
 
 Ungraded comparisons (tests/floors.py): each test module in MEASURED_BY measures its own
 comparisons over its seeds (`measure_floors()`), once with the reference and once with each
@@ -39,7 +40,8 @@ from pathlib import Path
 import torch
 
 from cs336_basics.fixture_io import load_fixture
-from cs336_basics.staff.cases import CASES, HEADROOM
+from cs336_basics.staff.cases import CASES, EXACT, HEADROOM
+from cs336_basics.staff.grader import fresh
 from cs336_basics.staff.mistakes import VARIANTS
 from cs336_basics.testing import UNIT_ROUNDOFF, scaled_error
 from tests import adapters
@@ -68,14 +70,18 @@ def max_error(adapter: str, fx) -> float:
         return float(scaled_error(getattr(adapters, adapter)(**fx.kwargs), fx.expected).max())
 
 
-def measure_graded(cases=CASES) -> dict[str, tuple[float, float]]:
-    """{case name: (the reference's max scaled error, the built-in's)} on the stored inputs."""
+def measure_graded(cases=CASES, draws: range = range(0)) -> dict[str, tuple[float, float]]:
+    """{case name: (the reference's max scaled error, the built-in's)} over the stored inputs and,
+    for a public inexact case, the inputs the seeds `draws` draw from its definition (the grader's
+    fresh draws: their floor is what grader/fresh.py keeps a draw within)."""
     measured = {}
     for case in cases:
-        fx = load_fixture(case.name, case.directory)
-        ours = max_error(fx.adapter, fx)
+        stored = load_fixture(case.name, case.directory)
+        drawn = not case.hidden and case.floor is not EXACT  # an exact case is exact on every draw
+        fixtures = [stored] + ([fresh.drawn_fixture(stored, seed) for seed in draws] if drawn else [])
+        ours = max(max_error(fx.adapter, fx) for fx in fixtures)
         with builtin_kernels():
-            builtin = max_error(fx.adapter, fx)
+            builtin = max(max_error(fx.adapter, fx) for fx in fixtures)
         measured[case.name] = ours, builtin
     return measured
 
@@ -86,7 +92,7 @@ def graded_floor(ours: float, builtin: float) -> float:
 
 def graded() -> None:
     print(f"{'case':32s} {'dtype':9s} {'ours':>9s} {'built-in':>9s} {'floor':>9s} {'declared':>9s}")
-    measured = measure_graded()
+    measured = measure_graded(draws=fresh.DRAWS)
     for case in CASES:
         ours, builtin = measured[case.name]
         dtype = str(case.dtype).removeprefix("torch.")
@@ -143,7 +149,7 @@ def ungraded(modules: tuple[str, ...] = MEASURED_BY) -> None:
 def measure(graded: bool = True, ungraded: bool = True, modules: tuple[str, ...] = MEASURED_BY) -> dict:
     """This process's measurements: {"graded": {case: [ours, built-in]}, "ungraded": {FLOORS name: floor}}."""
     return {
-        "graded": {k: list(v) for k, v in measure_graded().items()} if graded else {},
+        "graded": {k: list(v) for k, v in measure_graded(draws=fresh.DRAWS).items()} if graded else {},
         "ungraded": measure_ungraded(modules=modules) if ungraded else {},
     }
 

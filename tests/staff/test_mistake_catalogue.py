@@ -9,6 +9,7 @@ is raised. The accepted variants are correct implementations written differently
 pass every case, which shows the tolerances are not tighter than the arithmetic allows.
 """
 
+import random
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV
 from cs336_basics.staff.cases import HIDDEN_CASES, PUBLIC_CASES
-from cs336_basics.staff.grader.fresh import fresh_fixture
+from cs336_basics.staff.grader.fresh import ATTEMPTS, first_kept_draw, fresh_fixture
 from cs336_basics.staff.mistakes import MISTAKES, VARIANTS
 from cs336_basics.testing import SHOWS, compare, likely_mistakes
 
@@ -37,6 +38,11 @@ def _ranks_inherit_the_patch(monkeypatch):
 
 
 WRONG_OUTPUT = "wrong output"
+
+
+def kept_draw(stored, seed: int):
+    """The first draw of seeds seed, seed + 1, ... that the grader keeps (grader/fresh.py)."""
+    return next(filter(None, (fresh_fixture(stored, s) for s in range(seed, seed + ATTEMPTS))), None)
 
 
 def failures(expect: tuple[type[BaseException], ...] = (), first_for: str | None = None) -> dict[str, str]:
@@ -115,7 +121,7 @@ def test_catalogue_mistake_fails_the_grader_s_fresh_draw_of_a_case_it_fails(mist
     # that fails a public test must cost points there too, not only on the shipped inputs
     with mistake.applied():
         case = next(iter(failures(mistake.raises, first_for=mistake.component)))
-    fresh = fresh_fixture(FIXTURES[case], seed=20261122)  # the reference's output, outside the patch
+    fresh = kept_draw(FIXTURES[case], 20261122)  # the reference's output, outside the patch
     assert fresh is not None
     with mistake.applied(), torch.no_grad():
         try:
@@ -144,6 +150,21 @@ def test_catalogue_correct_variant_passes_every_hidden_case(variant):
             if not compare(actual, fx.expected, fx.tol, out_dtype=fx.out_dtype).ok:
                 failed.append(fx.name)
     assert failed == []
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_catalogue_correct_variant_passes_the_grader_s_fresh_draws(variant):
+    """The grader judges public cases on fresh draws: a correct implementation written otherwise
+    keeps full marks there, draw after draw, not only on the shipped inputs."""
+    rng = random.Random(20261129)
+    drawn = [first_kept_draw(FIXTURES[c.name], rng) for c in PUBLIC_CASES if c.component == variant.component]
+    failed = []
+    with variant.applied(), torch.no_grad():
+        for fx in [d for d in drawn if d is not None]:
+            actual = getattr(adapters, fx.adapter)(**fx.kwargs)
+            if not compare(actual, fx.expected, fx.tol, out_dtype=fx.out_dtype).ok:
+                failed.append(fx.name)
+    assert failed == [] and None not in drawn
 
 
 def test_catalogue_names_nothing_for_the_reference_or_a_correct_variant():

@@ -15,9 +15,10 @@ tol = testing.tolerance(floor, dtype), or 0 for an exact case. The generator (ma
 writes the tolerance into the fixture file; tests, `cs336 status` and the grader read it from
 there.
 
-Floors: the larger max scaled error, against the stored expected output, of the reference
-adapter and of the same adapter on PyTorch's built-in kernels, both run in the case's dtype
-(`uv run python -m tests.staff.measure_floors`), rounded up.
+Floors: the larger max scaled error, against the float64 expected output, of the reference
+adapter and of the same adapter on PyTorch's built-in kernels, both run in the case's dtype, on
+the stored inputs and, for a public case, on more draws of its definition (the grader's fresh
+draws, grader/fresh.py; `uv run python -m tests.staff.measure_floors`), rounded up.
 
 Public cases (seeds below 1000): across a component's public cases every argument of its
 adapters takes two values (dims, eps, activation, theta, world size, the number of leading

@@ -166,19 +166,19 @@ CASES = [
         "attention_random_mask",
         seed=28,
         make=attention_case((4,), 12, 16, 64, 64, mask="fully_masked_row", scale=1.5),
-        floor=1.9e-6,
+        floor=2.2e-6,
     ),
     scaled_dot_product_attention(
-        "attention_unmasked", seed=29, make=attention_case((2, 3), 10, 10, 16, 8, scale=2.0), floor=1.2e-6
+        "attention_unmasked", seed=29, make=attention_case((2, 3), 10, 10, 16, 8, scale=2.0), floor=1.5e-6
     ),
     scaled_dot_product_attention(
-        "attention_4d_f64", seed=117, make=attention_case((2, 2), 5, 6, 8, 8, mask="random"), floor=4.3e-16, dtype=F64
+        "attention_4d_f64", seed=117, make=attention_case((2, 2), 5, 6, 8, 8, mask="random"), floor=4.7e-16, dtype=F64
     ),
     scaled_dot_product_attention(
         "attention_2d_bf16",
         seed=118,
         make=attention_case((), 6, 9, 16, 16, mask="fully_masked_row"),
-        floor=0.0036,
+        floor=1.1e-2,
         dtype=BF16,
     ),
     # witness: float16 attention of one query over a context of 66000 keys (Llama 3.1 reads 128k)
@@ -189,7 +189,7 @@ CASES = [
         "attention_fp16_long_context",
         seed=165,
         make=attention_case((1,), 1, 66000, 2, 2, scale=0.01),
-        floor=5.2e-4,
+        floor=7.2e-4,
         dtype=F16,
     ),
     # hidden: a query that may attend to nothing (zeros, not NaN); 3-D bfloat16; one query
@@ -213,12 +213,12 @@ CASES = [
     ),
     # rope: CS336's (4 x 12, d_k 64, theta 10000) at positions 0..11; per-row positions that are
     # not arange (a packed or left-padded batch) in a table of 1024
-    rope("rope", seed=30, make=rope_case((4,), 12, 64, 10000.0, 2048), floor=7.3e-8),
+    rope("rope", seed=30, make=rope_case((4,), 12, 64, 10000.0, 2048), floor=1.2e-7),
     rope(
         "rope_positions_not_arange",
         seed=31,
         make=rope_case((2, 3), 9, 32, 10000.0, 1024, positions="random"),
-        floor=7.9e-8,
+        floor=1.4e-7,
     ),
     # positions out of order (nothing says they increase), Llama 3's theta
     rope(
@@ -228,7 +228,7 @@ CASES = [
         floor=1.5e-16,
         dtype=F64,
     ),
-    rope("rope_unbatched_bf16", seed=120, make=rope_case((), 10, 32, 1000.0, 32), floor=0.0025, dtype=BF16),
+    rope("rope_unbatched_bf16", seed=120, make=rope_case((), 10, 32, 1000.0, 32), floor=2.7e-3, dtype=BF16),
     # witness: bfloat16 with outlier pairs whose rotation lands on an axis (see the edit): computed
     # in float32 from float32 tables that output is 0 to within its rounding, from tables rounded to
     # bfloat16 it is off by 5 % of the output's RMS (the handout's dtype policy for RoPE)
@@ -258,19 +258,19 @@ CASES = [
         floor=3.5e-8,
     ),
     # mha: no RoPE; with RoPE, grouped-query (2 kv heads for 4 query heads) at positions not arange
-    multihead_self_attention("mha", seed=32, make=mha_case((4,), 12, 64, 4), floor=2.1e-6),
+    multihead_self_attention("mha", seed=32, make=mha_case((4,), 12, 64, 4), floor=2.9e-6),
     multihead_self_attention_with_rope(
         "mha_rotary_gqa",
         seed=33,
         make=mha_case((2,), 10, 64, 4, num_kv_heads=2, theta=10000.0, max_seq_len=64, positions="random"),
-        floor=1.2e-6,
+        floor=2.3e-6,
     ),
     multihead_self_attention("mha_4d_f64", seed=121, make=mha_case((2, 2), 5, 48, 3), floor=1.1e-15, dtype=F64),
     multihead_self_attention_with_rope(
         "mha_rotary_shuffled_bf16",
         seed=122,
         make=mha_case((), 8, 32, 2, num_kv_heads=1, theta=500000.0, max_seq_len=32, positions="shuffled"),
-        floor=0.0085,
+        floor=3.6e-2,
         dtype=BF16,
     ),
     # a prefill then one token a call with a key/value cache: positions continue from the cache
@@ -280,7 +280,7 @@ CASES = [
         "mha_cached_4d_gqa_padded",
         seed=180,
         make=mha_cached_case((2, 2), 7, 32, 4, 2, prefill_length=3, padded=True),
-        floor=8.7e-7,
+        floor=2.0e-6,
     ),
     # three tokens a call after the prefill (as speculative decoding or a chunked prefill does): the
     # causal mask of a call's queries is offset by the keys already in the cache
@@ -288,14 +288,14 @@ CASES = [
         "mha_cached_steps_of_three",
         seed=203,
         make=edited(mha_cached_case((2,), 9, 32, 4, 2, prefill_length=2), lambda kw: kw.update(step_length=3)),
-        floor=8.7e-7,
+        floor=2.2e-6,
     ),
     # left padding: attention_mask hides each row's padding keys, at every cached step
     multihead_self_attention_cached(
         "mha_cached_padded_bf16",
         seed=181,
         make=mha_cached_case((3,), 6, 32, 2, 1, prefill_length=1, theta=500000.0, padded=True),
-        floor=2.6e-2,
+        floor=5.1e-2,
         dtype=BF16,
     ),
     # hidden: multi-query (one kv head) in bfloat16; 3-D batch of odd length with RoPE; one token

@@ -46,12 +46,12 @@ embedding_init = partial(Case, component="embedding", adapter="run_embedding_ini
 CASES = [
     # witness: a square weight, so multiplying by W instead of W^T gives a wrong output (which can be
     # named), not a shape error; linear_4d's weight is not square
-    linear("linear", seed=1, make=linear_case(B, 64, 64), floor=4.5e-7),
-    linear("linear_4d", seed=2, make=linear_case((2, 3, 5), 48, 24, x_std=3.0), floor=3.8e-7),
-    linear("linear_2d_bf16", seed=100, make=linear_case((7,), 32, 48), floor=0.0025, dtype=BF16),
+    linear("linear", seed=1, make=linear_case(B, 64, 64), floor=6.2e-7),
+    linear("linear_4d", seed=2, make=linear_case((2, 3, 5), 48, 24, x_std=3.0), floor=5.3e-7),
+    linear("linear_2d_bf16", seed=100, make=linear_case((7,), 32, 48), floor=2.7e-3, dtype=BF16),
     linear("linear_f64", seed=101, make=linear_case((3,), 16, 24, x_std=2.0), floor=1.5e-16, dtype=F64),
     # Linear(bias=True) (beyond CS336; the position-wise FFN's layers)
-    linear_with_bias("linear_with_bias", seed=148, make=linear_bias_case(B, 32, 40), floor=3.5e-7),
+    linear_with_bias("linear_with_bias", seed=148, make=linear_bias_case(B, 32, 40), floor=3.8e-7),
     linear_with_bias(
         "linear_with_bias_4d_f64", seed=149, make=linear_bias_case((2, 3, 4), 12, 20), floor=1.9e-16, dtype=F64
     ),

@@ -173,6 +173,21 @@ def softmax_repaired_after_logsumexp(x, dim=-1):
     return torch.exp(x_c - lse).to(x.dtype)
 
 
+@mistake(
+    "softmax-sum_clamped_at_tiny",
+    F,
+    "softmax",
+    diagnosis="softmax that clamps a fully masked row's zero sum at the smallest positive float: the output "
+    "is zeros, but the gradient g / tiny overflows to inf once |g| > 4, and inf x exp(-inf) is NaN; replace "
+    "a zero sum by 1 instead (every other row's sum is at least 1)",
+    shows="NaN in the gradient of a fully masked row",
+)
+def softmax_sum_clamped_at_tiny(x, dim=-1):
+    x_c = up(x)
+    exps = torch.exp(x_c - x_c.amax(dim=dim, keepdim=True).clamp(min=torch.finfo(x_c.dtype).min))
+    return (exps / exps.sum(dim=dim, keepdim=True).clamp(min=torch.finfo(x_c.dtype).tiny)).to(x.dtype)
+
+
 @mistake("softmax-ignores_dim", F, "softmax", diagnosis="softmax always over the last dimension, ignoring `dim`")
 def softmax_always_last_dim(x, dim=-1):
     return torch.softmax(x, dim=-1)
