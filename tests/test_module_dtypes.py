@@ -2,6 +2,8 @@
 module that drops them (an Embedding built in float32 inside a float64 model) fails here, naming
 the parameter, not later inside attention. The "meta" device stands for any device but the CPU."""
 
+from functools import partial
+
 import pytest
 import torch
 
@@ -9,26 +11,37 @@ from cs336_basics.nn import (
     Embedding,
     FFNBlock,
     FFNBlockConfig,
-    LayerNorm,
     Linear,
     MultiHeadSelfAttention,
-    PositionWiseFFN,  # fmt: skip
-    RMSNorm,
     RotaryPositionalEmbedding,
-    SwiGLUFFN,
     TransformerBlock,
     TransformerLM,
     TransformerLMConfig,
 )
+from cs336_basics.nn.modules.registry import FFNS, NORMS
 from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelTransformerLM, RowParallelLinear
 
+
+def _kinds(table: dict, *sizes: int) -> dict:
+    """Every entry of a registry table (NORMS, FFNS), built from the arguments every entry takes,
+    with bias=True (the biases too), under the name of the file of the class it builds: its
+    component's name (FFNS' "positionwise" builds positionwise_ffn.py's PositionWiseFFN); one file
+    each."""
+
+    def file_of(build) -> str:
+        return type(build(*sizes, device="meta")).__module__.rpartition(".")[2]
+
+    kinds = {file_of(build): partial(build, *sizes, bias=True) for build in table.values()}
+    assert len(kinds) == len(table), f"two entries of {list(table)} build classes of one file"
+    return kinds
+
+
+# Each module, built small: the registry's norm and FFN kinds from its tables, the others here.
 MODULES = {
     "linear": lambda **kw: Linear(8, 12, bias=True, **kw),  # the bias too
     "embedding": lambda **kw: Embedding(20, 8, **kw),
-    "rmsnorm": lambda **kw: RMSNorm(8, **kw),
-    "layernorm": lambda **kw: LayerNorm(8, **kw),
-    "swiglu": lambda **kw: SwiGLUFFN(8, 16, **kw),
-    "positionwise_ffn": lambda **kw: PositionWiseFFN(8, 16, **kw),
+    **_kinds(NORMS, 8),
+    **_kinds(FFNS, 8, 16),
     "ffn_block": lambda **kw: FFNBlock(FFNBlockConfig(8, 16, norm="layernorm", ffn="positionwise", bias=True), **kw),
     "ffn_block_llama": lambda **kw: FFNBlock(FFNBlockConfig(8, 16), **kw),  # RMSNorm and SwiGLU
     "rope": lambda device, dtype: RotaryPositionalEmbedding(10000.0, 8, 16, device=device),  # buffers only
