@@ -97,7 +97,7 @@ FLOORS: dict[str, Floor] = {
 }
 
 
-# The kernels' tables, one row per kernel (tests/test_dtypes.py's KERNELS) and a floor per dtype
+# The kernels' tables, one row per kernel (its rows are tests/test_dtypes.py's KERNELS) and a floor per dtype
 # (float32, float64, bfloat16, float16): each cell an entry "<kernel>.<kind>_<dtype>" of FLOORS.
 KERNEL_DTYPES = (F32, F64, BF16, torch.float16)
 KERNEL_KINDS = {

@@ -14,7 +14,7 @@ from cs336_basics.testing import scaled_error, tolerance
 
 from . import oracles
 from ._helpers import F64, assert_close
-from .floors import MaxErrors, kernel_floor_name, kernel_tol
+from .floors import KERNEL_TABLES, MaxErrors, kernel_floor_name, kernel_tol
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
 HALF = [torch.bfloat16, torch.float16]
@@ -30,25 +30,16 @@ def _ours(kernel: str, **kwargs):
     return call
 
 
-# name -> (our kernel, the PyTorch built-in it must agree with: tests/oracles.py's BUILTIN_KERNELS);
-# both take inputs(name, ...).
-_KERNEL_OF = {"swiglu": "swiglu_ffn"}
-_NAMES = (
-    "linear",
-    "embedding",
-    "silu",
-    "gelu",
-    "relu",
-    "swiglu",
-    "positionwise_ffn",
-    "rmsnorm",
-    "layernorm",
-    "softmax",
-)
+# KERNELS: one row per row of tests/floors.py's per-dtype table (KERNEL_TABLES["builtin"]):
+# row -> (our kernel, the PyTorch built-in it must agree with: tests/oracles.py's BUILTIN_KERNELS),
+# both the kernel of the row's name unless _ROWS names the kernel and keywords the row runs.
+# Both take inputs(row, ...).
+_ROWS = {"swiglu": ("swiglu_ffn", {}), "gelu_tanh": ("gelu", {"approximate": "tanh"})}
 KERNELS = {
-    name: (_ours(_KERNEL_OF.get(name, name)), oracles.BUILTIN_KERNELS[_KERNEL_OF.get(name, name)]) for name in _NAMES
+    name: (_ours(kernel, **kwargs), partial(oracles.BUILTIN_KERNELS[kernel], **kwargs))
+    for name in KERNEL_TABLES["builtin"]
+    for kernel, kwargs in [_ROWS.get(name, (name, {}))]
 }
-KERNELS["gelu_tanh"] = (_ours("gelu", approximate="tanh"), partial(oracles.BUILTIN_KERNELS["gelu"], approximate="tanh"))
 
 
 def inputs(name: str, shape, scale: float = 1.0, offset: float = 0.0, dtype=F64, seed: int = 0) -> list:
