@@ -61,9 +61,27 @@ def test_adding_a_component_handout_takes_the_components_in_order_and_specifies_
     assert [s for s in sections if s in COMPONENTS] == list(COMPONENTS), "handout/README.md's ### sections"
 
 
+def test_adding_a_component_exports_every_module_class_its_package_defines():
+    # the exports are written out (an editor and a type checker follow an explicit import), so a
+    # module file's public classes are checked against them here
+    import inspect
+    import pkgutil
+
+    from cs336_basics.nn import modules
+
+    defined = {
+        name
+        for file in pkgutil.iter_modules(modules.__path__)
+        for name, cls in inspect.getmembers(pkgutil.resolve_name(f"{modules.__name__}.{file.name}"), inspect.isclass)
+        if cls.__module__ == f"{modules.__name__}.{file.name}" and not name.startswith("_")
+    }
+    assert sorted(defined) == sorted(modules.__all__), "cs336_basics/nn/modules/__init__.py"
+
+
 def test_adding_a_component_page_names_every_file_these_tests_check():
     page = PAGE.read_text()
     named = ["cs336_basics/__init__.py", "cs336_basics/builtin_guard.py", "cs336_basics/staff/grading.toml",
              "cs336_basics/staff/cases/", "tests/adapters.py", "tests/test_<component>.py",
-             "cs336_basics/staff/mistakes/", "cs336_basics/staff/graded_behaviours.py", "handout/README.md"]  # fmt: skip
+             "cs336_basics/staff/mistakes/", "cs336_basics/staff/graded_behaviours.py", "handout/README.md",
+             "cs336_basics/nn/modules/__init__.py"]  # fmt: skip
     assert [n for n in named if f"`{n}" not in page] == []
