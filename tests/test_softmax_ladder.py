@@ -107,13 +107,16 @@ def test_softmax_computes_float16_inputs_in_float32():
 @rung(8)
 def test_softmax_gradient_of_a_fully_masked_row_is_zero():
     x = torch.tensor([ROW, [-math.inf] * 3], dtype=F64, requires_grad=True)
-    weights = torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], dtype=F64)
+    # weights of 8 and more: a sum clamped at the smallest positive float (2.2e-308) gives g / tiny,
+    # past float64's largest value (1.8e308) once |g| > 4
+    weights = torch.tensor([[1.0, 2.0, 3.0], [8.0, 16.0, 24.0]], dtype=F64)
     (got,) = torch.autograd.grad((run_softmax(x, dim=-1) * weights).sum(), x)
     if not torch.equal(got[1], torch.zeros(3, dtype=F64)):
         climb_failed(
-            f"the gradient of sum(softmax(x) * [1, 2, 3]) on the row [-inf, -inf, -inf] is {got[1].tolist()}, "
+            f"the gradient of sum(softmax(x) * [8, 16, 24]) on the row [-inf, -inf, -inf] is {got[1].tolist()}, "
             "not zeros",
             "autograd differentiates everything the row's -inf went through: repairing the output afterwards "
-            "(NaN replaced by 0, or a -inf logsumexp swapped for 0) leaves NaN in the gradient; keep the row's "
-            "max finite and its sum nonzero before exp and the division",
+            "(NaN replaced by 0, or a -inf logsumexp swapped for 0) leaves NaN in the gradient, and so does a "
+            "zero sum clamped at the smallest positive float (g / tiny overflows; inf x 0 is NaN); keep the "
+            "row's max finite before exp and replace its zero sum by 1",
         )
