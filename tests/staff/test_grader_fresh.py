@@ -69,7 +69,7 @@ class _SoftmaxWithItsJacobianProduct(torch.autograd.Function):
 
 # Draws on which, while floors were measured on the stored inputs alone, the reference kept the draw
 # (its error under the tolerance) and the backward above missed the tolerance: an honest submission
-# lost points at random (CI, 2026-11-28).
+# lost points at random.
 SOFTMAX_BACKWARD_SEEDS = (108, 302, 530, 774, 1018, 1159, 1191, 1434, 1713, 2204, 2243, 2278, 2487, 2675)
 
 

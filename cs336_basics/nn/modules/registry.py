@@ -6,8 +6,8 @@ build by name the same way):
     FFNS[name](d_model, d_ff, activation, bias, device, dtype)    ffn:   (..., d_model) -> (..., d_model)
 
 An entry takes every argument and uses those its module has (RMSNorm has no bias, SwiGLU no
-biases), and is annotated with the class it builds. FFNBlockConfig, TransformerBlock and TransformerLM accept exactly these names, so a new
-kind is its module plus one entry here."""
+biases), and is annotated with the class it builds. FFNBlockConfig, TransformerBlock and
+TransformerLM accept exactly these names, so a new kind is its module plus one entry here."""
 
 from collections.abc import Callable
 
