@@ -50,7 +50,7 @@ def test_adding_a_component_has_a_test_file_with_its_snapshot_test(component):
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_adding_a_component_has_catalogued_mistakes_and_graded_behaviours(component):
     assert any(m.component == component for m in MISTAKES), "cs336_basics/staff/mistakes/<area>.py"
-    assert GRADED.get(component), "cs336_basics/staff/graded_behaviours.py"
+    assert GRADED.get(component), "cs336_basics/staff/cases/<area>.py's GRADED"
 
 
 def test_adding_a_component_handout_takes_the_components_in_order_and_specifies_each():
@@ -82,6 +82,6 @@ def test_adding_a_component_page_names_every_file_these_tests_check():
     page = PAGE.read_text()
     named = ["cs336_basics/__init__.py", "cs336_basics/builtin_guard.py", "cs336_basics/staff/grading.toml",
              "cs336_basics/staff/cases/", "tests/adapters.py", "tests/test_<component>.py",
-             "cs336_basics/staff/mistakes/", "cs336_basics/staff/graded_behaviours.py", "handout/README.md",
+             "cs336_basics/staff/mistakes/", "handout/README.md",
              "cs336_basics/nn/modules/__init__.py"]  # fmt: skip
     assert [n for n in named if f"`{n}" not in page] == []

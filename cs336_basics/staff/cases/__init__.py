@@ -2,7 +2,9 @@
 per area (linear, activations, norms, ffn, attention, model, generate, training, bpe,
 parallel) holds its components' input builders (one per adapter, shapes and scales as
 arguments, so public and hidden cases share them; each returns `make(rng) -> the adapter's
-keyword arguments`), then their cases, each component's public cases and then its hidden ones.
+keyword arguments`), then their cases, each component's public cases and then its hidden ones,
+then what the grade checks of each of their public tests (GRADED and UNGRADED, which
+staff/graded_behaviours.py collects).
 A builder that cases of a later area use too stays in the area of its first user; draw.py holds
 how values are drawn and the helpers every area's builders share. Witness inputs separate right
 from almost right; each says what it witnesses. The same area names divide the mistake

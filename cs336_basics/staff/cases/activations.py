@@ -291,3 +291,50 @@ CASES = [
         floor=7.2e-8,
     ),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "silu": {
+        "test_silu_returns_the_shape_and_dtype_of_its_input": ("silu_4d_f64", "silu_extremes_fp16"),
+        "test_silu_is_x_times_sigmoid_x": ("silu", "silu_4d_f64"),
+        "test_silu_of_large_inputs_is_finite": ("silu_extremes",),
+        "test_silu_computes_float16_inputs_in_float32": ("silu_fp16_left_tail", "silu_extremes_fp16"),
+        "test_silu_matches_fixture": ("silu", "silu_bf16", "silu_extremes", "silu_extremes_fp16", "silu_4d_f64"),
+        "test_silu_kernel_matches_torch_builtin": ("silu_4d_f64", "silu_zero_and_large"),
+        "test_silu_gradient_is_finite_for_large_inputs": ("silu_backward_extremes", "silu_backward_4d_f64"),
+    },
+    "gelu": {
+        "test_gelu_returns_the_shape_and_dtype_of_its_input": ("gelu_4d_f64", "gelu_tanh_2d_bf16"),
+        "test_gelu_exact_form_is_x_times_the_normal_cdf": ("gelu", "gelu_4d_f64"),
+        "test_gelu_tanh_form_is_the_tanh_approximation": ("gelu_tanh", "gelu_tanh_2d_bf16"),
+        "test_gelu_computes_bfloat16_inputs_in_float32": ("gelu_bf16_left_tail",),
+        "test_gelu_matches_fixture": ("gelu", "gelu_tanh", "gelu_tanh_2d_bf16", "gelu_4d_f64"),
+        "test_gelu_kernel_matches_torch_builtin": ("gelu_4d_f64", "gelu_tanh_1d_odd"),
+        "test_gelu_far_left_tail_is_zero_on_the_scale_of_the_input": ("gelu_huge_values", "gelu_zero_and_large"),
+    },
+    "softmax": {
+        "test_softmax_returns_the_shape_and_dtype_of_its_input": ("softmax_4d_f64", "softmax_fp16_vocab_row"),
+        "test_softmax_of_a_row_is_its_exps_over_their_sum": ("softmax", "softmax_4d_f64"),
+        "test_softmax_of_logits_plus_1000_is_the_same_and_finite": ("softmax_large_logits",),
+        "test_softmax_normalises_along_dim": ("softmax_dim0", "softmax_4d_f64"),
+        "test_softmax_gives_minus_inf_entries_probability_zero": ("softmax_masked",),
+        "test_softmax_of_a_fully_masked_row_is_zeros": ("softmax_fully_masked_row",),
+        "test_softmax_computes_float16_inputs_in_float32": ("softmax_fp16_vocab_row",),
+        "test_softmax_matches_fixture": ("softmax", "softmax_dim0", "softmax_large_logits", "softmax_masked"),
+        "test_softmax_kernel_matches_torch_builtin": ("softmax_4d_f64", "softmax_middle_dim"),
+        "test_softmax_of_huge_logits_is_finite_and_sums_to_one": ("softmax_large_logits",),
+        "test_softmax_row_with_one_unmasked_entry_puts_all_mass_there": (
+            "softmax_masked",
+            "softmax_uniform_and_one_hot",
+        ),
+        "test_softmax_fully_masked_row_returns_zeros": ("softmax_fully_masked_row",),
+        "test_softmax_gradient_of_a_fully_masked_row_is_zero": (
+            "softmax_backward_masked",
+            "softmax_backward_dim0_fully_masked",
+        ),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {}

@@ -326,3 +326,97 @@ CASES = [
         dtype=F64,
     ),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "attention": {
+        "test_attention_matches_fixture": ("attention_random_mask", "attention_unmasked", "attention_4d_f64"),
+        "test_attention_matches_torch_builtin_with_a_non_causal_mask": ("attention_random_mask",),
+        "test_attention_matches_torch_builtin_without_mask": ("attention_unmasked",),
+        "test_attention_adapter_matches_torch_builtin_in_float32": ("attention_random_mask", "attention_one_query"),
+        "test_attention_mask_with_leading_dims_applies_per_batch_entry": ("attention_4d_f64",),
+        "test_attention_fully_masked_query_gives_zeros_not_nan": ("attention_fully_masked_row",),
+        "test_attention_bfloat16_is_as_accurate_as_the_builtin": ("attention_2d_bf16", "attention_bf16"),
+        "test_attention_keeps_large_scores_finite": ("attention_bf16",),
+        "test_attention_returns_queries_by_d_v_in_the_inputs_dtype": ("attention_4d_f64", "attention_unmasked"),
+        "test_attention_weights_of_each_query_sum_to_one_over_the_keys": ("attention_unmasked", "attention_one_query"),
+        "test_attention_divides_the_scores_by_the_root_of_d_k": ("attention_unmasked", "attention_one_query"),
+        "test_attention_output_of_a_query_ignores_the_other_queries": ("attention_unmasked",),
+        "test_attention_matches_the_formula_computed_by_hand": ("attention_unmasked", "attention_4d_f64"),
+        "test_attention_permuting_the_keys_with_their_values_changes_nothing": ("attention_unmasked",),
+        "test_attention_weights_of_the_allowed_keys_sum_to_one": ("attention_random_mask", "attention_4d_f64"),
+        "test_attention_mask_true_means_may_attend": ("attention_random_mask", "attention_4d_f64"),
+        "test_attention_with_a_partial_mask_matches_the_formula_over_the_allowed_keys": (
+            "attention_random_mask",
+            "attention_4d_f64",
+        ),
+        "test_attention_of_a_query_that_may_attend_to_nothing_is_zero": (
+            "attention_fully_masked_row",
+            "attention_random_mask",
+        ),
+        "test_attention_mask_with_leading_dimensions_applies_per_batch_entry": ("attention_4d_f64", "attention_bf16"),
+        "test_attention_of_scores_near_1e4_is_finite": ("attention_bf16",),
+        "test_attention_in_half_precision_sums_70000_keys_in_float32": ("attention_fp16_long_context",),
+    },
+    "rope": {
+        "test_rope_buffers_stay_out_of_the_state_dict": ("rope", "rope_positions_not_arange"),
+        "test_rope_matches_fixture": ("rope", "rope_positions_not_arange", "rope_shuffled_positions_f64"),
+        "test_rope_kernel_matches_complex_rotation": ("rope_shuffled_positions_f64", "rope_pair_random_positions"),
+        "test_rope_adapter_with_per_batch_positions": ("rope_positions_not_arange",),
+        "test_rope_bfloat16_is_computed_in_float32": ("rope_unbatched_bf16", "rope_bf16"),
+        "test_rope_position_zero_is_the_identity": ("rope", "rope_shuffled_positions_f64"),
+        "test_rope_dot_product_depends_only_on_the_offset": ("rope_positions_not_arange", "rope_end_of_long_table"),
+        "test_rope_returns_the_shape_and_dtype_of_x": ("rope", "rope_shuffled_positions_f64"),
+        "test_rope_at_position_zero_is_the_identity": ("rope", "rope_shuffled_positions_f64"),
+        "test_rope_keeps_the_length_of_every_pair": ("rope", "rope_shuffled_positions_f64"),
+        "test_rope_rotates_a_pair_counter_clockwise_by_its_angle": ("rope_pair_random_positions", "rope"),
+        "test_rope_rotates_adjacent_pairs": ("rope", "rope_shuffled_positions_f64"),
+        "test_rope_rotates_pair_k_at_frequency_theta_to_the_minus_2k_over_d_k": ("rope", "rope_shuffled_positions_f64"),
+        "test_rope_rotates_each_token_by_its_own_token_position": ("rope_shuffled_positions_f64",),
+        "test_rope_takes_token_positions_per_batch_entry": ("rope_positions_not_arange",),
+        "test_rope_computes_bfloat16_in_float32": ("rope_bf16_outlier_pairs", "rope_bf16"),
+    },
+    "mha": {
+        "test_mha_two_token_sequence_is_causal": ("mha_rotary_gqa", "mha_cached_steps_of_three"),
+        "test_mha_matches_fixture": ("mha", "mha_rotary_gqa", "mha_4d_f64", "mha_rotary_shuffled_bf16"),
+        "test_mha_without_rotation_matches_torch_builtins": ("mha", "mha_4d_f64"),
+        "test_mha_with_rotation_and_positions_matches_torch_builtins": ("mha_rotary_gqa", "mha_3d_batch_odd"),
+        "test_mha_output_at_a_position_ignores_later_tokens": ("mha", "mha_cached_4d_gqa_padded"),
+        "test_mha_cached_steps_match_the_whole_sequence": ("mha_cached_4d_gqa_padded", "mha_cached_padded_f64"),
+        "test_mha_state_dict_keys_follow_cs336": ("mha",),
+        "test_mha_causal_mask_lets_each_query_see_itself_and_earlier_keys": ("mha", "mha_cached_4d_gqa_padded"),
+        "test_mha_padding_mask_hides_the_padding_keys": ("mha_cached_padded_bf16", "mha_cached_padded_f64"),
+        "test_mha_returns_the_shape_and_dtype_of_x": ("mha_4d_f64", "mha"),
+        "test_mha_outputs_before_a_position_ignore_the_later_tokens": ("mha", "mha_cached_4d_gqa_padded"),
+        "test_mha_padding_mask_hides_its_keys_in_one_call_and_in_steps": (
+            "mha_cached_padded_f64",
+            "mha_cached_4d_gqa_padded",
+        ),
+        "test_mha_first_token_attends_to_itself": ("mha", "mha_one_token"),
+        "test_mha_splits_heads_into_consecutive_d_k_features": ("mha", "mha_4d_f64"),
+        "test_mha_rotates_queries_and_keys_not_values": ("mha_rotary_gqa", "mha_3d_batch_odd"),
+        "test_mha_with_rotation_ignores_a_shift_of_every_position": ("mha_rotary_gqa", "mha_3d_batch_odd"),
+        "test_mha_rotates_at_the_token_positions": ("mha_rotary_gqa", "mha_rotary_shuffled_bf16"),
+        "test_mha_grouped_query_heads_share_key_value_heads": ("mha_rotary_gqa", "mha_cached_4d_gqa_padded"),
+        "test_mha_multi_query_heads_share_one_key_value_head": ("mha_rotary_shuffled_bf16", "mha_mqa_bf16"),
+        "test_mha_cache_prefill_then_one_token_at_a_time_gives_the_whole_pass": (
+            "mha_cached_4d_gqa_padded",
+            "mha_cached_padded_f64",
+        ),
+        "test_mha_returns_bfloat16_for_bfloat16_inputs": ("mha_rotary_shuffled_bf16", "mha_mqa_bf16"),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {
+    "test_rope_position_beyond_max_seq_len_raises": "the given argument check (_checks.rope)",
+    "test_rope_cast_to_half_keeps_float64_tables": "module.to(dtype): the adapters build RoPE and never cast it",
+    "test_mha_padding_mask_must_cover_the_cached_and_new_keys": "the given argument check (_checks.padding_mask)",
+    "test_mha_causal_mask_is_built_on_the_given_device": "a device: the grader runs every case on the CPU",
+    "test_mha_grouped_query_takes_a_mask_per_query_head": "a mask with a head dimension: no adapter passes one (the model's masks are per key)",
+    "test_mha_kernel_splits_heads_by_the_query_projection_s_rows_not_d_model": (
+        "no mha adapter passes d_q != d_model (MultiHeadSelfAttention builds d_q = d_model); the split attention's "
+        "graded cases (parallel_heads_*, parallel_model_*) run the kernel with one rank's d_q rows"
+    ),
+}

@@ -209,3 +209,101 @@ CASES = [
     # encode_iterable over lines with runs of newlines
     tokenizer_encode_iterable("tokenizer_iterable_newline_runs", hidden=True, seed=1504, make=_newline_runs),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "train_bpe": {
+        "test_train_bpe_matches_fixture": (
+            "train_bpe_one_special",
+            "train_bpe_no_specials",
+            "train_bpe_unicode_one_special",
+            "train_bpe_unicode_no_specials",
+            "train_bpe_unicode_eot_and_pad",
+            "train_bpe_larger_corpus",
+            "train_bpe_unicode_two_specials",
+        ),
+        "test_train_bpe_vocabulary_holds_the_bytes_the_specials_and_one_token_per_merge": (
+            "train_bpe_unicode_two_specials",
+            "train_bpe_token_ids",
+        ),
+        "test_train_bpe_never_merges_across_a_special_token": ("train_bpe_one_special",),
+        "test_train_bpe_does_not_count_special_tokens_as_text": (
+            "train_bpe_one_special",
+            "train_bpe_literal_specials_crlf",
+        ),
+        "test_train_bpe_breaks_ties_by_the_greater_pair": ("train_bpe_one_special", "train_bpe_larger_corpus"),
+        "test_train_bpe_counts_pairs_within_pre_tokens_only": (
+            "train_bpe_no_specials",
+            "train_bpe_literal_specials_crlf",
+        ),
+        "test_train_bpe_stops_when_no_pair_is_left": ("train_bpe_pairs_run_out",),
+        "test_train_bpe_returns_a_vocab_dict_and_a_merges_list": ("train_bpe_one_special",),
+        "test_train_bpe_vocab_starts_with_the_256_bytes_at_ids_0_to_255": ("train_bpe_token_ids",),
+        "test_train_bpe_special_tokens_come_right_after_the_bytes_in_the_order_given": ("train_bpe_token_ids",),
+        "test_train_bpe_learns_one_token_per_merge_up_to_vocab_size": ("train_bpe_token_ids", "train_bpe_one_special"),
+        "test_train_bpe_merges_join_tokens_already_in_the_vocabulary": ("train_bpe_one_special",),
+        "test_train_bpe_ends_below_vocab_size_when_no_pair_is_left": ("train_bpe_pairs_run_out",),
+        "test_train_bpe_drops_special_tokens_before_counting": (
+            "train_bpe_one_special",
+            "train_bpe_literal_specials_crlf",
+        ),
+        "test_train_bpe_counts_each_side_of_a_special_token_apart": ("train_bpe_one_special",),
+        "test_train_bpe_matches_special_tokens_literally": ("train_bpe_literal_specials_crlf",),
+        "test_train_bpe_counts_pairs_within_gpt2_pre_tokens": (
+            "train_bpe_no_specials",
+            "train_bpe_literal_specials_crlf",
+        ),
+        "test_train_bpe_counts_each_pre_token_as_often_as_it_occurs": ("train_bpe_one_special",),
+        "test_train_bpe_breaks_ties_by_the_greater_pair_of_bytes": ("train_bpe_one_special", "train_bpe_larger_corpus"),
+        "test_train_bpe_each_merge_is_the_most_frequent_pair_after_the_earlier_merges": ("train_bpe_larger_corpus",),
+        "test_train_bpe_keeps_a_carriage_return_in_the_text": ("train_bpe_literal_specials_crlf",),
+    },
+    "tokenizer": {
+        "test_tokenizer_matches_fixture": (
+            "tokenizer_encode_overlapping_specials",
+            "tokenizer_decode_split_characters",
+            "tokenizer_encode_iterable_lines",
+        ),
+        "test_tokenizer_encode_equals_hf_tokenizers_on_a_learned_vocabulary": ("tokenizer_no_specials",),
+        "test_tokenizer_encode_equals_hf_tokenizers_on_smol2_vocabulary": ("tokenizer_iterable_unicode",),
+        "test_tokenizer_decode_inverts_encode": ("tokenizer_decode_larger_vocab",),
+        "test_tokenizer_decode_replaces_a_split_character_with_u_fffd": ("tokenizer_decode_split_characters",),
+        "test_tokenizer_matches_the_longer_of_overlapping_special_tokens": ("tokenizer_encode_overlapping_specials",),
+        "test_tokenizer_applies_merges_by_rank_not_left_to_right": ("tokenizer_no_specials",),
+        "test_tokenizer_adds_special_tokens_missing_from_the_vocabulary": ("tokenizer_renumbered_vocabulary",),
+        "test_tokenizer_encode_iterable_equals_encode_for_any_split": ("tokenizer_iterable_newline_runs",),
+        "test_tokenizer_encode_iterable_is_lazy": ("tokenizer_iterable_is_lazy",),
+        "test_tokenizer_encode_iterable_yields_before_reading_everything": ("tokenizer_iterable_is_lazy",),
+        "test_tokenizer_encode_gives_a_list_of_ids_and_decode_a_str": ("tokenizer_no_specials",),
+        "test_tokenizer_looks_up_byte_tokens_in_the_vocabulary": ("tokenizer_renumbered_vocabulary",),
+        "test_tokenizer_decode_of_encode_gives_the_text_back": ("tokenizer_decode_larger_vocab",),
+        "test_tokenizer_decode_joins_the_bytes_before_decoding_utf8": ("tokenizer_decode_split_characters",),
+        "test_tokenizer_merges_inside_gpt2_pre_tokens_only": ("tokenizer_no_specials",),
+        "test_tokenizer_looks_up_merged_tokens_in_the_vocabulary": ("tokenizer_renumbered_vocabulary",),
+        "test_tokenizer_applies_the_merge_of_lowest_rank_first": ("tokenizer_no_specials",),
+        "test_tokenizer_merges_every_occurrence_and_builds_on_earlier_merges": ("tokenizer_no_specials",),
+        "test_tokenizer_encodes_a_special_token_as_its_own_id": ("tokenizer_encode_overlapping_specials",),
+        "test_tokenizer_adds_special_tokens_the_vocabulary_lacks": ("tokenizer_renumbered_vocabulary",),
+        "test_tokenizer_matches_the_longest_special_token_where_they_overlap": (
+            "tokenizer_encode_overlapping_specials",
+        ),
+        "test_tokenizer_matches_special_tokens_literally": ("tokenizer_renumbered_vocabulary",),
+        "test_tokenizer_encode_iterable_equals_encode_wherever_the_chunks_are_cut": (
+            "tokenizer_iterable_newline_runs",
+            "tokenizer_encode_iterable_lines",
+        ),
+        "test_tokenizer_encode_equals_merging_by_rank_within_each_pre_token": ("tokenizer_no_specials",),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {
+    "test_train_bpe_in_several_processes_equals_one_process": "num_processes is beyond CS336's signature; the grade calls without it",
+    "test_train_bpe_rejects_bad_arguments_by_name": "the given argument check (check_training_arguments)",
+    "test_train_bpe_rejects_a_missing_file": "the given argument check (check_training_arguments)",
+    "test_tokenizer_from_files_round_trips": "from_files and to_files are given code",
+    "test_tokenizer_rejects_bad_arguments_by_name": "the given argument checks of __init__",
+    "test_tokenizer_encode_rejects_a_byte_missing_from_the_vocabulary": "the given check in _encode_pretoken",
+    "test_tokenizer_decode_rejects_an_unknown_id": "the given check in decode",
+}

@@ -218,3 +218,67 @@ CASES = [
         dtype=BF16,
     ),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "swiglu": {
+        "test_swiglu_gates_with_its_activation_argument": ("swiglu_geglu",),
+        "test_swiglu_matches_fixture": ("swiglu", "swiglu_4d", "swiglu_bf16", "swiglu_2d_f64"),
+        "test_swiglu_kernel_matches_torch_builtin": ("swiglu_2d_f64", "swiglu_odd"),
+        "test_swiglu_module_state_dict_keys_follow_meta_names": ("swiglu",),
+        "test_swiglu_output_has_the_input_s_shape_and_dtype": ("swiglu_4d", "swiglu_1d"),
+        "test_swiglu_of_one_unit_by_hand": ("swiglu", "swiglu_2d_f64"),
+        "test_swiglu_computes_each_position_alone": ("swiglu_4d", "swiglu"),
+        "test_swiglu_output_is_proportional_to_w3": ("swiglu", "swiglu_2d_f64"),
+        "test_swiglu_returns_bfloat16_for_bfloat16_input": ("swiglu_bf16", "swiglu_odd_bf16"),
+    },
+    "positionwise_ffn": {
+        "test_positionwise_ffn_module_without_biases": ("positionwise_ffn_without_biases",),
+        "test_positionwise_ffn_matches_fixture": (
+            "positionwise_ffn",
+            "positionwise_ffn_swish",
+            "positionwise_ffn_relu_2d_f64",
+        ),
+        "test_positionwise_ffn_kernel_matches_torch_builtin": ("positionwise_ffn_relu_2d_f64", "positionwise_ffn_odd"),
+        "test_positionwise_ffn_module_state_dict_keys": ("positionwise_ffn", "positionwise_ffn_relu_4d"),
+        "test_positionwise_ffn_output_has_the_input_s_shape_and_dtype": (
+            "positionwise_ffn_relu_4d",
+            "positionwise_ffn_tanh_4d_bf16",
+        ),
+        "test_positionwise_ffn_of_one_unit_by_hand": ("positionwise_ffn", "positionwise_ffn_odd"),
+        "test_positionwise_ffn_computes_each_position_alone": (
+            "positionwise_ffn_tanh_4d_bf16",
+            "positionwise_ffn_relu_4d",
+        ),
+        "test_positionwise_ffn_adds_b2_to_the_output": ("positionwise_ffn", "positionwise_ffn_relu_2d_f64"),
+        "test_positionwise_ffn_adds_b1_before_the_activation": ("positionwise_ffn", "positionwise_ffn_relu_2d_f64"),
+        "test_positionwise_ffn_uses_its_activation_argument": (
+            "positionwise_ffn_swish",
+            "positionwise_ffn_relu_2d_f64",
+        ),
+        "test_positionwise_ffn_returns_bfloat16_for_bfloat16_input": (
+            "positionwise_ffn_tanh_4d_bf16",
+            "positionwise_ffn_tanh_bf16",
+        ),
+    },
+    "ffn_block": {
+        "test_ffn_block_matches_fixture": ("ffn_block_llama", "ffn_block_original", "ffn_block_original_2d_f64_eps"),
+        "test_ffn_block_matches_torch_builtins": ("ffn_block_original_2d_f64_eps", "ffn_block_ln_pw_odd"),
+        "test_ffn_block_is_identity_plus_ffn_of_norm": ("ffn_block_llama", "ffn_block_original"),
+        "test_ffn_block_state_dict_keys_are_cs336_block_names_and_rename_to_meta_names": ("ffn_block_llama",),
+        "test_ffn_block_output_has_the_input_s_shape_and_dtype": ("ffn_block_llama", "ffn_block_ln_pw_nobias_1d"),
+        "test_ffn_block_adds_the_input_back": ("ffn_block_llama", "ffn_block_original"),
+        "test_ffn_block_is_x_plus_the_ffn_of_the_normalised_x": ("ffn_block_llama", "ffn_block_original"),
+        "test_ffn_block_normalises_with_the_config_s_eps": ("ffn_block_original_2d_f64_eps", "ffn_block_geglu_eps"),
+        "test_ffn_block_returns_bfloat16_for_bfloat16_input": ("ffn_block_llama_4d_bf16", "ffn_block_rms_glu_bf16"),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {
+    "test_swiglu_module_default_d_ff_is_8_thirds_rounded_up_to_64": "the given width rule (nn.ffn_width)",
+    "test_ffn_block_config_default_d_ff_uses_the_8_thirds_rule": "the given width rule (nn.ffn_width)",
+    "test_ffn_block_config_rejects_bad_values": "the given argument checks of FFNBlockConfig",
+    "test_ffn_block_leaves_its_input_unchanged": "the graded cases compare the output only, and x written in place still returns the right output",
+}

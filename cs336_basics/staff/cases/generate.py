@@ -227,3 +227,79 @@ CASES = [
         ),
     ),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "generate": {
+        "test_generate_matches_fixture": ("generate_greedy", "generate_until_context_full", "generate_f64"),
+        "test_generate_greedy_cached_equals_recomputed": (
+            "generate_greedy",
+            "generate_three_layers",
+            "generate_greedy_without_cache",
+        ),
+        "test_generate_batch_greedy_equals_each_prompt_alone": (
+            "generate_stops_at_eos_in_a_batch",
+            "generate_batch_long_prompt_fills_the_context",
+        ),
+        "test_generate_top_p_of_one_keeps_every_token": ("generate_sampled_hot",),
+        "test_generate_zero_temperature_is_argmax_over_the_last_dimension": (
+            "generate_greedy",
+            "generate_stops_at_eos_in_a_batch",
+        ),
+        "test_generate_batch_seeded_sampling_equals_each_prompt_alone": ("generate_sampled_in_a_batch",),
+        "test_generate_batch_each_sequence_stops_at_its_own_eos": (
+            "generate_stops_at_eos_in_a_batch",
+            "generate_sampled_first_row_stops_early",
+        ),
+        "test_generate_batch_float32_greedy_equals_each_prompt_alone": ("generate_stops_at_eos_in_a_batch",),
+        "test_generate_seeded_sampling_cached_equals_recomputed": ("generate_sampled", "generate_sampled_ids"),
+        "test_generate_stops_at_an_end_of_sequence_id": ("generate_stops_at_eos", "generate_sampled_stops_at_eos"),
+        "test_generate_stops_when_the_context_is_full": ("generate_until_context_full",),
+        "test_generate_zero_temperature_is_argmax": ("generate_greedy", "generate_one_token_prompt"),
+        "test_generate_top_p_keeps_the_smallest_nucleus": ("generate_top_p_filter", "generate_top_p_filter_4d_f64"),
+        "test_generate_top_p_keeps_a_wide_nucleus_as_sorting_the_whole_row_does": ("generate_top_p_filter_4d_f64",),
+        "test_generate_sampling_draws_only_from_the_nucleus": ("generate_temperature_top_p_distribution_f64",),
+        "test_generate_top_p_keeps_the_smallest_set_reaching_p": (
+            "generate_top_p_filter",
+            "generate_top_p_filter_4d_f64",
+        ),
+        "test_generate_top_p_renormalises_the_kept_probabilities": ("generate_top_p_filter",),
+        "test_generate_zero_temperature_picks_the_argmax": ("generate_greedy", "generate_f64"),
+        "test_generate_temperature_divides_the_logits": ("generate_temperature_distribution",),
+        "test_generate_top_p_applies_after_the_temperature": ("generate_temperature_top_p_distribution_f64",),
+        "test_generate_draws_from_the_whole_nucleus_and_nothing_else": (
+            "generate_sampled_ids",
+            "generate_sampled_ids_4d_f64",
+        ),
+        "test_generate_returns_max_new_tokens_new_ids": ("generate_greedy", "generate_f64"),
+        "test_generate_greedy_tokens_are_the_argmax_of_the_whole_sequence": ("generate_greedy", "generate_f64"),
+        "test_generate_seeded_draws_follow_the_whole_sequence": ("generate_sampled", "generate_sampled_hot"),
+        "test_generate_stops_after_an_end_of_sequence_id_and_yields_it": (
+            "generate_stops_at_eos",
+            "generate_sampled_stops_at_eos",
+        ),
+        "test_generate_yields_at_most_what_the_context_holds": ("generate_until_context_full",),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {
+    "test_generate_batch_rejects_an_empty_prompt": "the given argument check of generate_batch",
+    "test_generate_distribution_of_half_type_logits_is_computed_in_float32": (
+        "a graded case's tolerance follows its input's dtype: on bfloat16 logits it cannot tell float32 arithmetic "
+        "from bfloat16's"
+    ),
+    "test_generate_takes_end_of_sequence_ids_from_any_iterable": (
+        "run_generate passes the end-of-sequence ids as a tuple; reading an iterator once is the given signature's "
+        "promise"
+    ),
+    "test_generate_batch_takes_end_of_sequence_ids_from_any_iterable": (
+        "run_generate_batch passes the end-of-sequence ids as a tuple; reading an iterator once is the given "
+        "signature's promise"
+    ),
+    "test_generate_batch_gives_a_full_prompt_nothing_and_a_nearly_full_one_a_token": (
+        "no graded batch has a prompt that fills the context (generate_until_context_full grades the limit for one "
+        "prompt)"
+    ),
+}

@@ -90,3 +90,44 @@ CASES = [
     embedding("embedding_bf16", hidden=True, seed=1013, make=embedding_case((4, 6), 50, 16), floor=EXACT, dtype=BF16),
     embedding_init("embedding_init_tall", hidden=True, seed=1197, make=init_case(vocab_size=3000, d_model=40)),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "linear": {
+        "test_linear_maps_d_in_features_to_d_out": ("linear", "linear_odd"),
+        "test_linear_takes_any_number_of_leading_dimensions": ("linear_4d", "linear_f64", "linear_1d"),
+        "test_linear_is_x_times_the_weight_transposed": ("linear_f64", "linear"),
+        "test_linear_adds_the_bias": ("linear_with_bias", "linear_with_bias_4d_f64"),
+        "test_linear_init_weights_have_mean_zero": ("linear_init", "linear_init_wide_out"),
+        "test_linear_init_weight_std_is_that_of_sqrt_2_over_d_in_plus_d_out_truncated_at_3_std": (
+            "linear_init",
+            "linear_init_wide_out",
+        ),
+        "test_linear_init_weights_lie_within_3_std": ("linear_init", "linear_init_wide_out"),
+        "test_linear_init_bias_is_zero": ("linear_init", "linear_init_wide_out"),
+        "test_linear_matches_fixture": ("linear", "linear_4d", "linear_2d_bf16", "linear_f64", "linear_with_bias"),
+        "test_linear_kernel_matches_torch_builtin": ("linear_f64", "linear_with_bias_4d_f64"),
+        "test_linear_module_has_weight_out_by_in": ("linear", "linear_odd"),
+        "test_linear_module_uses_given_dtype": ("linear_2d_bf16", "linear_f64"),
+        "test_linear_loads_torch_nn_linear_state_dict_and_matches_it": ("linear_with_bias",),
+    },
+    "embedding": {
+        "test_embedding_returns_one_row_per_id": ("embedding_unbatched_ids_bf16", "embedding_3d_ids_f64"),
+        "test_embedding_returns_the_rows_the_ids_name": ("embedding", "embedding_3d_ids_f64"),
+        "test_embedding_copies_the_rows_exactly": ("embedding_3d_ids_f64", "embedding_unbatched_ids_bf16"),
+        "test_embedding_init_weights_have_mean_zero": ("embedding_init", "embedding_init_tall"),
+        "test_embedding_init_weight_std_is_that_of_a_unit_normal_truncated_at_3": (
+            "embedding_init",
+            "embedding_init_tall",
+        ),
+        "test_embedding_init_weights_lie_within_3": ("embedding_init", "embedding_init_tall"),
+        "test_embedding_matches_fixture": ("embedding", "embedding_unbatched_ids_bf16", "embedding_3d_ids_f64"),
+        "test_embedding_kernel_matches_torch_builtin": ("embedding_3d_ids_f64", "embedding_repeated_ids"),
+        "test_embedding_module_has_weight_vocab_by_d_model": ("embedding",),
+        "test_embedding_loads_torch_nn_embedding_state_dict_and_matches_it": ("embedding",),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {}

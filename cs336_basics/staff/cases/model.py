@@ -315,3 +315,63 @@ CASES = [
         dtype=F64,
     ),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "block": {
+        "test_block_matches_fixture": ("block", "block_gqa_short", "block_f64", "block_mqa_short_bf16"),
+        "test_block_adapter_matches_builtins": ("block_f64", "block_mqa_odd"),
+        "test_block_state_dict_keys_follow_cs336": ("block",),
+        "test_block_passes_its_eps_to_both_norms": ("block_post_norm_ungated_eps", "block_eps_positions_padding"),
+        "test_block_ablation_matches_its_formula_in_builtins": ("block_post_norm_ungated_eps", "block_no_norm_bf16"),
+        "test_block_without_norms_has_no_norm_weights": ("block_no_norm_bf16",),
+        "test_block_ungated_ffn_has_two_d_model_by_d_ff_matrices": (
+            "block_post_norm_ungated_eps",
+            "block_pre_norm_ungated_f64",
+        ),
+        "test_block_output_has_the_input_shape_and_dtype": ("block", "block_f64"),
+        "test_block_with_sub_layers_writing_zero_is_the_identity": ("block", "block_f64"),
+        "test_block_first_sub_layer_alone_is_x_plus_attn_of_ln1": ("block", "block_f64"),
+        "test_block_ffn_sub_layer_alone_is_x_plus_ffn_of_ln2": ("block", "block_f64"),
+        "test_block_ffn_reads_and_adds_to_the_first_residual_sum": ("block", "block_f64"),
+        "test_block_is_causal": ("block", "block_gqa_short"),
+        "test_block_passes_eps_to_both_norms": ("block_eps_positions_padding", "block_post_norm_ungated_eps"),
+        "test_block_passes_token_positions_to_attn": ("block_eps_positions_padding",),
+        "test_block_padding_mask_hides_the_masked_keys": ("block_eps_positions_padding",),
+        "test_block_post_norm_normalises_each_residual_sum": ("block_post_norm_ungated_eps",),
+        "test_block_without_norms_is_two_plain_residual_sums": ("block_no_norm_bf16",),
+        "test_block_ungated_ffn_is_w2_act_w1": ("block_pre_norm_ungated_f64", "block_post_norm_ungated_eps"),
+    },
+    "lm": {
+        "test_lm_matches_fixture": ("lm", "lm_tied_head_gqa", "lm_f64", "lm_three_layers_bf16"),
+        "test_lm_adapter_takes_cs336_names_and_a_sequence_shorter_than_the_context": ("lm", "lm_tied_head_gqa"),
+        "test_lm_tied_model_has_no_head_in_its_state_dict": ("lm_tied_head_gqa", "lm_tied_mqa_bf16"),
+        "test_lm_cached_prefix_gives_the_same_logits": ("lm_cached_gqa", "lm_cached_padded_f64"),
+        "test_lm_nope_matches_its_formula_in_builtins_without_rotation": ("lm_post_norm_nope_eps",),
+        "test_lm_nope_has_no_position_module_and_the_same_weights": ("lm_post_norm_nope_eps",),
+        "test_lm_passes_its_eps_to_every_norm": ("lm_post_norm_nope_eps", "lm_eps_positions_padding"),
+        "test_lm_runs_every_layer_at_the_given_token_positions": ("lm_eps_positions_padding",),
+        "test_lm_ungated_ffn_reaches_every_layer": ("lm_no_norm_ungated_f64",),
+        "test_lm_without_norms_has_no_norm_weights": ("lm_no_norm_ungated_f64",),
+        "test_lm_logits_have_shape_batch_seq_vocab": ("lm", "lm_f64"),
+        "test_lm_with_silent_layers_is_the_tied_head_on_normalised_inputs": ("lm_tied_head_gqa", "lm_tied_mqa_bf16"),
+        "test_lm_untied_head_is_lm_head_weight": ("lm", "lm_f64"),
+        "test_lm_runs_every_layer_in_order": ("lm_f64", "lm_three_layers_bf16"),
+        "test_lm_is_causal": ("lm", "lm_f64"),
+        "test_lm_passes_eps_to_every_norm": ("lm_eps_positions_padding", "lm_post_norm_nope_eps"),
+        "test_lm_passes_token_positions_to_every_layer": ("lm_eps_positions_padding",),
+        "test_lm_padding_mask_hides_the_masked_keys": ("lm_eps_positions_padding", "lm_cached_padded_f64"),
+        "test_lm_cached_prefix_then_one_token_a_call_gives_the_same_logits": ("lm_cached_gqa", "lm_cached_padded_f64"),
+        "test_lm_without_norms_has_no_final_norm_either": ("lm_no_norm_ungated_f64",),
+        "test_lm_nope_rotates_nothing": ("lm_post_norm_nope_eps",),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {
+    "test_block_unknown_ablation_names_the_setting": "the given argument check of TransformerBlock",
+    "test_lm_loads_meta_names": "the given renaming (nn.convert)",
+    "test_lm_input_longer_than_the_context_raises": "the given argument check (_checks.model_inputs)",
+    "test_lm_unknown_ablation_names_the_setting": "the given argument check of TransformerLMConfig",
+}

@@ -145,3 +145,48 @@ CASES = [
         dtype=BF16,
     ),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "rmsnorm": {
+        "test_rmsnorm_returns_the_shape_and_dtype_of_its_input": ("rmsnorm_rows_f64", "rmsnorm_fp16_large"),
+        "test_rmsnorm_of_a_row_is_the_row_over_its_root_mean_square": ("rmsnorm", "rmsnorm_rows_f64"),
+        "test_rmsnorm_normalises_each_row_over_its_own_last_dimension": ("rmsnorm", "rmsnorm_4d_eps"),
+        "test_rmsnorm_multiplies_by_the_gain": ("rmsnorm", "rmsnorm_rows_f64"),
+        "test_rmsnorm_adds_eps_inside_the_square_root": ("rmsnorm_small_scale", "rmsnorm_custom_eps"),
+        "test_rmsnorm_computes_float16_inputs_in_float32": ("rmsnorm_fp16_large",),
+        "test_rmsnorm_init_gain_is_one": ("rmsnorm_init",),
+        "test_rmsnorm_matches_fixture": ("rmsnorm", "rmsnorm_small_scale", "rmsnorm_custom_eps", "rmsnorm_bf16"),
+        "test_rmsnorm_kernel_matches_torch_builtin": ("rmsnorm_rows_f64", "rmsnorm_4d_eps"),
+        "test_rmsnorm_module_has_unit_gain": ("rmsnorm",),
+        "test_rmsnorm_loads_torch_nn_rmsnorm_state_dict_and_matches_it": ("rmsnorm",),
+    },
+    "layernorm": {
+        "test_layernorm_module_without_bias_matches_torch_nn_layernorm": ("layernorm_without_bias",),
+        "test_layernorm_returns_the_shape_and_dtype_of_its_input": ("layernorm_2d_f64_eps", "layernorm_bf16"),
+        "test_layernorm_of_a_row_is_its_deviations_over_their_standard_deviation": (
+            "layernorm",
+            "layernorm_2d_f64_eps",
+        ),
+        "test_layernorm_normalises_each_row_over_its_own_last_dimension": ("layernorm", "layernorm_4d_small_eps"),
+        "test_layernorm_multiplies_by_the_gain_and_adds_the_bias": ("layernorm", "layernorm_2d_f64_eps"),
+        "test_layernorm_adds_eps_inside_the_square_root": ("layernorm_2d_f64_eps", "layernorm_4d_small_eps"),
+        "test_layernorm_of_a_row_far_from_zero_depends_only_on_its_deviations": ("layernorm_large_mean",),
+        "test_layernorm_computes_bfloat16_inputs_in_float32": ("layernorm_bf16_offset",),
+        "test_layernorm_init_gain_is_one": ("layernorm_init",),
+        "test_layernorm_init_bias_is_zero": ("layernorm_init",),
+        "test_layernorm_matches_fixture": (
+            "layernorm",
+            "layernorm_bf16",
+            "layernorm_bf16_offset",
+            "layernorm_2d_f64_eps",
+        ),
+        "test_layernorm_kernel_matches_torch_builtin": ("layernorm_2d_f64_eps", "layernorm_4d_small_eps"),
+        "test_layernorm_module_parameters": ("layernorm", "layernorm_constant_row"),
+        "test_layernorm_loads_torch_nn_layernorm_state_dict_and_matches_it": ("layernorm",),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {}

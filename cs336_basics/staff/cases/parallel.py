@@ -233,3 +233,65 @@ CASES = [
         floor=1.6e-6,
     ),
 ]
+
+
+# What the grade checks of each public test of these components (staff/graded_behaviours.py):
+# {component: {public test: the graded cases that check the same behaviour}}.
+GRADED: dict[str, dict[str, tuple[str, ...]]] = {
+    "parallel": {
+        "test_parallel_heads_split_equals_one_process": (
+            "parallel_heads_gqa",
+            "parallel_heads_w4",
+            "parallel_model_gqa_tied_eps",
+            "parallel_heads_backward",
+            "parallel_heads_backward_f64",
+        ),
+        "test_parallel_matches_fixture": ("parallel_column", "parallel_column_sharded", "parallel_row", "parallel_ffn"),
+        "test_parallel_output_equals_single_process": ("parallel_ffn_w1_f64", "parallel_ffn_w4_4d"),
+        "test_parallel_input_grad_equals_single_process": ("parallel_ffn_backward", "parallel_row_backward_f64"),
+        "test_parallel_weight_grads_gathered_equal_single_process": (
+            "parallel_ffn_backward",
+            "parallel_ffn_backward_w4",
+        ),
+        "test_parallel_ffn_forward_issues_exactly_one_all_reduce": ("parallel_ffn_collectives",),
+        "test_parallel_collectives_per_pass_are_megatrons": ("parallel_ffn_collectives", "parallel_ffn_collectives_w4"),
+        "test_parallel_column_rank_holds_its_slice_of_output_rows": ("parallel_column_sharded",),
+        "test_parallel_row_rank_holds_its_slice_of_input_columns": ("parallel_row", "parallel_row_1d_w4"),
+        "test_parallel_ffn_plan_follows_meta_llama": ("parallel_ffn", "parallel_ffn_w4_4d"),
+        "test_parallel_column_shard_has_d_out_over_w_output_rows": ("parallel_column", "parallel_column_sharded"),
+        "test_parallel_column_rank_keeps_its_slice_of_output_rows": ("parallel_column_sharded", "parallel_column"),
+        "test_parallel_column_forward_equals_the_unsharded_layer": ("parallel_column", "parallel_column_sharded"),
+        "test_parallel_column_backward_all_reduces_the_input_grad": (
+            "parallel_ffn_backward",
+            "parallel_ffn_backward_w4",
+        ),
+        "test_parallel_column_weight_grad_is_its_slice_of_the_unsharded_grad": ("parallel_ffn_backward",),
+        "test_parallel_column_issues_megatrons_collectives": ("parallel_ffn_collectives",),
+        "test_parallel_row_shard_has_d_in_over_w_input_columns": ("parallel_row", "parallel_row_1d_w4"),
+        "test_parallel_row_rank_keeps_its_slice_of_input_columns": ("parallel_row", "parallel_row_1d_w4"),
+        "test_parallel_row_forward_all_reduces_the_partial_products": ("parallel_row", "parallel_row_4d_bf16"),
+        "test_parallel_row_backward_passes_the_gradient_through_g_unchanged": (
+            "parallel_row_backward_f64",
+            "parallel_ffn_backward",
+        ),
+        "test_parallel_row_weight_grad_is_its_slice_of_the_unsharded_grad": ("parallel_row_backward_f64",),
+        "test_parallel_row_issues_megatrons_collectives": ("parallel_ffn_collectives",),
+        "test_parallel_ffn_forward_equals_the_unsharded_ffn": ("parallel_ffn", "parallel_ffn_w4_4d"),
+        "test_parallel_ffn_input_grad_equals_the_unsharded_ffn": ("parallel_ffn_backward", "parallel_ffn_backward_w4"),
+        "test_parallel_ffn_weight_grads_are_slices_of_the_unsharded_ffn": (
+            "parallel_ffn_backward",
+            "parallel_ffn_backward_w4",
+        ),
+        "test_parallel_ffn_issues_one_all_reduce_forward_and_two_backward": (
+            "parallel_ffn_collectives",
+            "parallel_ffn_collectives_w4",
+        ),
+    },
+}
+# Public tests of these components that check given code or the test machinery: {test: why}.
+UNGRADED: dict[str, str] = {
+    "test_parallel_shard_then_gather_round_trips": "the given sharding helpers (nn.parallel.sharding)",
+    "test_parallel_indivisible_width_raises_naming_both_numbers": "the given argument checks of the parallel layers",
+    "test_parallel_model_refuses_the_norm_and_ffn_ablations": "the given argument check of ParallelTransformerLM",
+    "test_parallel_model_refuses_another_norm_type": "the given argument check of ParallelTransformerLM",
+}
