@@ -25,7 +25,7 @@ from cs336_basics.staff.grader.similarity import given_code
 from cs336_basics.staff.handout import BEGIN, END, all_solution_regions
 
 # functional.py's kernels with an accepted variant and an alternative in the mistake catalogue
-# (cs336_basics/staff/mistakes/<area>.py)
+# (cs336_basics/staff/cases/<area>.py)
 INDEPENDENT_KERNELS = (
     "linear",
     "silu",
@@ -121,7 +121,7 @@ def _function_body(function) -> str:
 def variant_bodies() -> dict[str, str]:
     """The mistake catalogue's accepted variants of INDEPENDENT_KERNELS, as bodies of those regions."""
     from cs336_basics.nn import functional
-    from cs336_basics.staff.mistakes import VARIANTS
+    from cs336_basics.staff.cases import VARIANTS
 
     found = {
         f"functional.{v.attribute}": _function_body(v.replacement)
@@ -130,7 +130,7 @@ def variant_bodies() -> dict[str, str]:
     }
     missing = {f"functional.{k}" for k in INDEPENDENT_KERNELS} - set(found)
     if missing:
-        raise LookupError(f"no accepted variant for {sorted(missing)} in cs336_basics/staff/mistakes")
+        raise LookupError(f"no accepted variant for {sorted(missing)} in cs336_basics/staff/cases/<area>.py")
     return found
 
 
@@ -138,12 +138,12 @@ def alternative_bodies() -> dict[str, str]:
     """The mistake catalogue's alternatives of INDEPENDENT_KERNELS (written the way another student
     might: loops and explicit broadcasting where the reference and the variants use library calls),
     as bodies of those regions."""
-    from cs336_basics.staff.mistakes import ALTERNATIVES
+    from cs336_basics.staff.cases import ALTERNATIVES
 
     found = {f"functional.{a.kernel}": textwrap.dedent(a.body) for a in ALTERNATIVES if a.kernel in INDEPENDENT_KERNELS}
     missing = {f"functional.{k}" for k in INDEPENDENT_KERNELS} - set(found)
     if missing:
-        raise LookupError(f"no alternative for {sorted(missing)} in cs336_basics/staff/mistakes")
+        raise LookupError(f"no alternative for {sorted(missing)} in cs336_basics/staff/cases/<area>.py")
     return found
 
 

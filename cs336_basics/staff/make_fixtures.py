@@ -17,8 +17,7 @@ import numpy as np
 import torch
 
 from cs336_basics.fixture_io import FIXTURES_DIR, Fingerprint, Fixture, load_fixture, save_fixture
-from cs336_basics.staff.cases import CASES, HEADROOM, HIDDEN_FIXTURES_DIR, Case
-from cs336_basics.staff.mistakes import CONFUSERS, MISTAKES
+from cs336_basics.staff.cases import CASES, CONFUSERS, HEADROOM, HIDDEN_FIXTURES_DIR, MISTAKES, Case
 from cs336_basics.staff.reference import adapters, expected_output, map_tensors
 from cs336_basics.testing import MARGIN, SHOWS, fingerprint_matches, scaled_error
 

@@ -8,8 +8,8 @@ draws). The registry declares these floors, rounded up; its tolerances follow fr
 
 Ungraded comparisons (tests/floors.py): each test module in MEASURED_BY measures its own
 comparisons over its seeds (`measure_floors()`), once with the reference and once with each
-accepted variant of its component (cs336_basics/staff/mistakes: every exact way of writing the
-formula the catalogue knows); FLOORS declares the largest, rounded up.
+accepted variant of its component (in its area module, cs336_basics/staff/cases/<area>.py: every
+exact way of writing the formula the catalogue knows); FLOORS declares the largest, rounded up.
 
 Declared floors cover the largest of these over a matrix of the CPU code paths this machine can
 reach (`--matrix`): PyTorch's vector kernels (ATEN_CPU_CAPABILITY), MKL's code branches
@@ -40,9 +40,8 @@ from pathlib import Path
 import torch
 
 from cs336_basics.fixture_io import load_fixture
-from cs336_basics.staff.cases import CASES, EXACT, HEADROOM
+from cs336_basics.staff.cases import CASES, EXACT, HEADROOM, VARIANTS
 from cs336_basics.staff.grader import fresh
-from cs336_basics.staff.mistakes import VARIANTS
 from cs336_basics.testing import UNIT_ROUNDOFF, scaled_error
 from tests import adapters
 from tests.floors import FLOORS

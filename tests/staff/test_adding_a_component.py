@@ -8,9 +8,8 @@ import pytest
 
 from cs336_basics import COMPONENTS, REPO
 from cs336_basics.builtin_guard import BANNED, banned_for
-from cs336_basics.staff.cases import CASES
+from cs336_basics.staff.cases import CASES, MISTAKES
 from cs336_basics.staff.grader.config import load_config
-from cs336_basics.staff.mistakes import MISTAKES
 from tests import adapters
 
 from .test_graded_behaviours import GRADED, component_files, public_tests
@@ -49,7 +48,7 @@ def test_adding_a_component_has_a_test_file_with_its_snapshot_test(component):
 
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_adding_a_component_has_catalogued_mistakes_and_graded_behaviours(component):
-    assert any(m.component == component for m in MISTAKES), "cs336_basics/staff/mistakes/<area>.py"
+    assert any(m.component == component for m in MISTAKES), "cs336_basics/staff/cases/<area>.py's mistakes"
     assert GRADED.get(component), "cs336_basics/staff/cases/<area>.py's GRADED"
 
 
@@ -81,7 +80,6 @@ def test_adding_a_component_exports_every_module_class_its_package_defines():
 def test_adding_a_component_page_names_every_file_these_tests_check():
     page = PAGE.read_text()
     named = ["cs336_basics/__init__.py", "cs336_basics/builtin_guard.py", "cs336_basics/staff/grading.toml",
-             "cs336_basics/staff/cases/", "tests/adapters.py", "tests/test_<component>.py",
-             "cs336_basics/staff/mistakes/", "handout/README.md",
+             "cs336_basics/staff/cases/", "tests/adapters.py", "tests/test_<component>.py", "handout/README.md",
              "cs336_basics/nn/modules/__init__.py"]  # fmt: skip
     assert [n for n in named if f"`{n}" not in page] == []

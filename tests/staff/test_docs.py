@@ -13,8 +13,8 @@ import pytest
 
 from cs336_basics import COMPONENTS, REPO, cli, submit
 from cs336_basics.staff import handout as H
+from cs336_basics.staff.cases import MISTAKES
 from cs336_basics.staff.commands import add_commands
-from cs336_basics.staff.mistakes import MISTAKES
 
 README = REPO / "README.md"
 HANDOUT_README = REPO / "handout" / "README.md"

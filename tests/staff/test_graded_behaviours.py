@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cs336_basics.fixture_io import load_fixture
-from cs336_basics.staff.cases import CASES
+from cs336_basics.staff.cases import CASES, CONFUSERS
 from cs336_basics.staff.graded_behaviours import (
     GRADED,
     SHARED_FILES,
@@ -19,7 +19,6 @@ from cs336_basics.staff.graded_behaviours import (
     UNGRADED,
 )
 from cs336_basics.staff.grader.config import load_config
-from cs336_basics.staff.mistakes import CONFUSERS
 from cs336_basics.testing import compare
 
 from .. import adapters

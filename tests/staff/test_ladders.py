@@ -5,7 +5,7 @@ listed below with the test that catches it), whose message is what a student see
 import pytest
 
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV
-from cs336_basics.staff.mistakes import CONFUSERS, MISTAKES, VARIANTS
+from cs336_basics.staff.cases import CONFUSERS, MISTAKES, VARIANTS
 
 from .ladders import LADDERED, first_failed_rung
 

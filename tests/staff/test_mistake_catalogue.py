@@ -18,9 +18,8 @@ import torch
 from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import FIXTURES_DIR, fixture_names, load_fixture
 from cs336_basics.nn.parallel.launch import START_METHOD_ENV
-from cs336_basics.staff.cases import HIDDEN_CASES, PUBLIC_CASES
+from cs336_basics.staff.cases import HIDDEN_CASES, MISTAKES, PUBLIC_CASES, VARIANTS
 from cs336_basics.staff.grader.fresh import ATTEMPTS, first_kept_draw, fresh_fixture
-from cs336_basics.staff.mistakes import MISTAKES, VARIANTS
 from cs336_basics.testing import SHOWS, compare, likely_mistakes
 
 from .. import adapters

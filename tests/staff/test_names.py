@@ -1,5 +1,5 @@
 """A name is never wrong: no snapshot test gives a known wrong implementation (a catalogued
-mistake or a confuser, cs336_basics/staff/mistakes/<area>.py) the name of another mistake.
+mistake or a confuser, cs336_basics/staff/cases/<area>.py) the name of another mistake.
 A fingerprint several of them reproduce carries what the output shows instead (make_fixtures.py);
 this checks that rule on every public case each of them fails."""
 
@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from cs336_basics.fixture_io import load_fixture
-from cs336_basics.staff.cases import PUBLIC_CASES
-from cs336_basics.staff.mistakes import CONFUSERS, MISTAKES
+from cs336_basics.staff.cases import CONFUSERS, MISTAKES, PUBLIC_CASES
 from cs336_basics.testing import SHOWS, compare, likely_mistakes
 
 from .. import adapters

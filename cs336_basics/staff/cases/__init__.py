@@ -1,14 +1,14 @@
 """The case registry: every graded fixture case, public and hidden, declared once. One module
-per area (linear, activations, norms, ffn, attention, model, generate, training, bpe,
-parallel) holds its components' input builders (one per adapter, shapes and scales as
-arguments, so public and hidden cases share them; each returns `make(rng) -> the adapter's
-keyword arguments`), then their cases, each component's public cases and then its hidden ones,
-then what the grade checks of each of their public tests (GRADED and UNGRADED, which
-staff/graded_behaviours.py collects).
-A builder that cases of a later area use too stays in the area of its first user; draw.py holds
-how values are drawn and the helpers every area's builders share. Witness inputs separate right
-from almost right; each says what it witnesses. The same area names divide the mistake
-catalogue (cs336_basics/staff/mistakes/).
+per area (AREAS, in COMPONENTS' order) holds everything the staff side knows of its components:
+their input builders (one per adapter, shapes and scales as arguments, so public and hidden
+cases share them; each returns `make(rng) -> the adapter's keyword arguments`), then their
+cases, each component's public cases and then its hidden ones, then what the grade checks of
+each of their public tests (GRADED and UNGRADED, which staff/graded_behaviours.py collects),
+then their entries in the mistake catalogue (mistakes, accepted variants, confusers and
+alternative solutions, registered with cs336_basics/staff/mistakes/). A builder that cases of a
+later area use too stays in the area of its first user; draw.py holds how values are drawn and
+the helpers every area's builders share. Witness inputs separate right from almost right; each
+says what it witnesses. A new area is a module here and its place in AREAS.
 
 A case (case.py) names its component, the adapter that computes it (tests/adapters.py, whose
 float64 run on the stored inputs is the expected output), the seed and builder of its inputs,
@@ -37,34 +37,48 @@ from cs336_basics.staff.cases import (
     activations,
     attention,
     bpe,
+    clipping,
     ffn,
     generate,
     linear,
+    loop,
+    loss,
+    mha,
     model,
     norms,
+    optim,
     parallel,
-    training,
 )
 from cs336_basics.staff.cases.case import EXACT, HEADROOM, HIDDEN_FIXTURES_DIR, Case
+from cs336_basics.staff.mistakes import registered
 
 __all__ = [
+    "ALTERNATIVES",
     "BY_NAME",
+    "CONFUSERS",
     "CASES",
     "EXACT",
     "FIXTURES_DIR",
     "HEADROOM",
     "HIDDEN_CASES",
     "HIDDEN_FIXTURES_DIR",
+    "MISTAKES",
     "PUBLIC_CASES",
+    "VARIANTS",
     "Case",
     "cases_of",
 ]
 
-AREAS = (linear, activations, norms, ffn, attention, model, generate, training, bpe, parallel)  # COMPONENTS' order
+AREAS = (linear, activations, norms, ffn, attention, mha, model, generate, loss, optim, clipping, loop, bpe, parallel)
 PUBLIC_CASES = [case for area in AREAS for case in area.CASES if not case.hidden]
 HIDDEN_CASES = [case for area in AREAS for case in area.CASES if case.hidden]
 CASES = PUBLIC_CASES + HIDDEN_CASES
 BY_NAME = {c.name: c for c in CASES}
+# The mistake catalogue, every area's entries in component order (cs336_basics/staff/mistakes/)
+MISTAKES = registered("MISTAKES")  # each fails at least one public snapshot case
+VARIANTS = registered("VARIANTS")  # each passes every case
+CONFUSERS = registered("CONFUSERS")  # wrong, not named by the catalogue: never to be given a catalogued name
+ALTERNATIVES = registered("ALTERNATIVES")  # the similarity tests' independent solutions (copies.py)
 
 
 def cases_of(component: str, hidden: bool | None = None) -> list[Case]:

@@ -1,5 +1,6 @@
-"""Scaled dot-product attention, RoPE and multi-head self-attention: the builders of their inputs
-(token positions and attention weights too, which the model's builders use), then their cases."""
+"""Scaled dot-product attention and RoPE: the builders of their inputs (token positions too, which
+the model's builders use), then their cases and what they grade of the public tests, then their
+mistakes, accepted variants and alternative solutions."""
 
 import math
 from functools import partial
@@ -8,8 +9,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from cs336_basics.nn import functional as F
 from cs336_basics.staff.cases.case import BF16, F16, F64, Case
-from cs336_basics.staff.cases.draw import Make, Rng, edited, linear_weight, rand, randn
+from cs336_basics.staff.cases.draw import Make, Rng, edited, rand, randn
+from cs336_basics.staff.mistakes import alternative, mistake, up, variant
 
 
 def attention_case(
@@ -70,79 +73,9 @@ def rope_case(
     )
 
 
-def attn_weights(rng: Rng, d_model: int, num_heads: int, num_kv_heads: int, prefix: str = "") -> dict:
-    d_k = d_model // num_heads
-    return {
-        f"{prefix}q_proj_weight": linear_weight(rng, d_model, d_model),
-        f"{prefix}k_proj_weight": linear_weight(rng, num_kv_heads * d_k, d_model),
-        f"{prefix}v_proj_weight": linear_weight(rng, num_kv_heads * d_k, d_model),
-        f"{prefix}o_proj_weight": linear_weight(rng, d_model, d_model),
-    }
-
-
-def mha_case(
-    batch: tuple[int, ...],
-    seq: int,
-    d_model: int,
-    num_heads: int,
-    num_kv_heads: int | None = None,
-    theta: float | None = None,
-    max_seq_len: int | None = None,
-    positions: str = "none",
-) -> Make:
-    """Without theta: run_multihead_self_attention (no RoPE); with it: ..._with_rope. Queries
-    and keys are scaled up (x_std 2) so that the attention is far from uniform."""
-
-    def make(rng):
-        kw = dict(
-            d_model=d_model,
-            num_heads=num_heads,
-            **attn_weights(rng, d_model, num_heads, num_kv_heads or num_heads),
-            in_features=randn(rng, *batch, seq, d_model, std=2.0),
-        )
-        if theta is not None:
-            kw.update(max_seq_len=max_seq_len, theta=theta)
-            pos = draw_positions(rng, batch, seq, max_seq_len, positions)
-            if pos is not None:
-                kw["token_positions"] = pos
-        return kw
-
-    return make
-
-
-def left_padding(rng: Rng, batch: tuple[int, ...], seq: int) -> tuple[Tensor, Tensor]:
-    """(attention_mask, token_positions) of shape (*batch, seq) for left-padded sequences: each
-    starts with a drawn number of padding tokens (the first with none, the last with at least
-    one), its own tokens counted from 0 after them."""
-    pads = rng.integers(0, seq // 2 + 1, size=batch).reshape(-1)
-    pads[0], pads[-1] = 0, max(1, pads[-1])
-    mask = (torch.arange(seq)[None, :] >= torch.from_numpy(pads)[:, None]).reshape(*batch, seq)
-    return mask, (torch.cumsum(mask.long(), dim=-1) - 1).clamp(min=0)
-
-
-def mha_cached_case(
-    batch: tuple[int, ...], seq: int, d_model: int, num_heads: int, num_kv_heads: int, prefill_length: int,
-    theta: float = 10000.0, padded: bool = False,
-) -> Make:  # fmt: skip
-    """run_multihead_self_attention_cached: RoPE attention over a prefill then one token a call;
-    padded: left padding masked out."""
-
-    def make(rng):
-        kw = dict(d_model=d_model, num_heads=num_heads, max_seq_len=2 * seq, theta=theta,
-                  **attn_weights(rng, d_model, num_heads, num_kv_heads),
-                  in_features=randn(rng, *batch, seq, d_model, std=2.0), prefill_length=prefill_length)  # fmt: skip
-        if padded:
-            kw["attention_mask"] = left_padding(rng, batch, seq)[0]
-        return kw
-
-    return make
-
-
 scaled_dot_product_attention = partial(Case, component="attention", adapter="run_scaled_dot_product_attention")
 rope = partial(Case, component="rope", adapter="run_rope")
-multihead_self_attention = partial(Case, component="mha", adapter="run_multihead_self_attention")
-multihead_self_attention_with_rope = partial(Case, component="mha", adapter="run_multihead_self_attention_with_rope")
-multihead_self_attention_cached = partial(Case, component="mha", adapter="run_multihead_self_attention_cached")
+
 
 OUTLIER = 100.0  # a query/key pair ~100x the others: the outlier features of LLMs (Dettmers et al. 2022)
 
@@ -257,74 +190,6 @@ CASES = [
         make=rope_case((5,), 4, 2, 100.0, 50, positions="random"),
         floor=3.5e-8,
     ),
-    # mha: no RoPE; with RoPE, grouped-query (2 kv heads for 4 query heads) at positions not arange
-    multihead_self_attention("mha", seed=32, make=mha_case((4,), 12, 64, 4), floor=2.9e-6),
-    multihead_self_attention_with_rope(
-        "mha_rotary_gqa",
-        seed=33,
-        make=mha_case((2,), 10, 64, 4, num_kv_heads=2, theta=10000.0, max_seq_len=64, positions="random"),
-        floor=2.3e-6,
-    ),
-    multihead_self_attention("mha_4d_f64", seed=121, make=mha_case((2, 2), 5, 48, 3), floor=1.1e-15, dtype=F64),
-    multihead_self_attention_with_rope(
-        "mha_rotary_shuffled_bf16",
-        seed=122,
-        make=mha_case((), 8, 32, 2, num_kv_heads=1, theta=500000.0, max_seq_len=32, positions="shuffled"),
-        floor=3.6e-2,
-        dtype=BF16,
-    ),
-    # a prefill then one token a call with a key/value cache: positions continue from the cache
-    # (a step at position 0 moves every later token's rotation), keys and values are kept, and
-    # the left padding is masked at every step
-    multihead_self_attention_cached(
-        "mha_cached_4d_gqa_padded",
-        seed=180,
-        make=mha_cached_case((2, 2), 7, 32, 4, 2, prefill_length=3, padded=True),
-        floor=2.0e-6,
-    ),
-    # three tokens a call after the prefill (as speculative decoding or a chunked prefill does): the
-    # causal mask of a call's queries is offset by the keys already in the cache
-    multihead_self_attention_cached(
-        "mha_cached_steps_of_three",
-        seed=203,
-        make=edited(mha_cached_case((2,), 9, 32, 4, 2, prefill_length=2), lambda kw: kw.update(step_length=3)),
-        floor=2.2e-6,
-    ),
-    # left padding: attention_mask hides each row's padding keys, at every cached step
-    multihead_self_attention_cached(
-        "mha_cached_padded_bf16",
-        seed=181,
-        make=mha_cached_case((3,), 6, 32, 2, 1, prefill_length=1, theta=500000.0, padded=True),
-        floor=5.1e-2,
-        dtype=BF16,
-    ),
-    # hidden: multi-query (one kv head) in bfloat16; 3-D batch of odd length with RoPE; one token
-    multihead_self_attention_with_rope(
-        "mha_mqa_bf16",
-        hidden=True,
-        seed=1121,
-        make=mha_case((2,), 6, 48, 4, num_kv_heads=1, theta=10000.0, max_seq_len=16),
-        floor=2.6e-2,
-        dtype=BF16,
-    ),
-    multihead_self_attention_with_rope(
-        "mha_3d_batch_odd",
-        hidden=True,
-        seed=1122,
-        make=mha_case((2, 3), 7, 36, 3, theta=500000.0, max_seq_len=100, positions="random"),
-        floor=1.5e-6,
-    ),
-    multihead_self_attention(
-        "mha_one_token", hidden=True, seed=1123, make=mha_case((3,), 1, 32, 8, num_kv_heads=2), floor=2.3e-7
-    ),
-    multihead_self_attention_cached(
-        "mha_cached_padded_f64",
-        hidden=True,
-        seed=1180,
-        make=mha_cached_case((4,), 9, 48, 4, 4, prefill_length=5, padded=True),
-        floor=1.5e-15,
-        dtype=F64,
-    ),
 ]
 
 
@@ -378,45 +243,233 @@ GRADED: dict[str, dict[str, tuple[str, ...]]] = {
         "test_rope_takes_token_positions_per_batch_entry": ("rope_positions_not_arange",),
         "test_rope_computes_bfloat16_in_float32": ("rope_bf16_outlier_pairs", "rope_bf16"),
     },
-    "mha": {
-        "test_mha_two_token_sequence_is_causal": ("mha_rotary_gqa", "mha_cached_steps_of_three"),
-        "test_mha_matches_fixture": ("mha", "mha_rotary_gqa", "mha_4d_f64", "mha_rotary_shuffled_bf16"),
-        "test_mha_without_rotation_matches_torch_builtins": ("mha", "mha_4d_f64"),
-        "test_mha_with_rotation_and_positions_matches_torch_builtins": ("mha_rotary_gqa", "mha_3d_batch_odd"),
-        "test_mha_output_at_a_position_ignores_later_tokens": ("mha", "mha_cached_4d_gqa_padded"),
-        "test_mha_cached_steps_match_the_whole_sequence": ("mha_cached_4d_gqa_padded", "mha_cached_padded_f64"),
-        "test_mha_state_dict_keys_follow_cs336": ("mha",),
-        "test_mha_causal_mask_lets_each_query_see_itself_and_earlier_keys": ("mha", "mha_cached_4d_gqa_padded"),
-        "test_mha_padding_mask_hides_the_padding_keys": ("mha_cached_padded_bf16", "mha_cached_padded_f64"),
-        "test_mha_returns_the_shape_and_dtype_of_x": ("mha_4d_f64", "mha"),
-        "test_mha_outputs_before_a_position_ignore_the_later_tokens": ("mha", "mha_cached_4d_gqa_padded"),
-        "test_mha_padding_mask_hides_its_keys_in_one_call_and_in_steps": (
-            "mha_cached_padded_f64",
-            "mha_cached_4d_gqa_padded",
-        ),
-        "test_mha_first_token_attends_to_itself": ("mha", "mha_one_token"),
-        "test_mha_splits_heads_into_consecutive_d_k_features": ("mha", "mha_4d_f64"),
-        "test_mha_rotates_queries_and_keys_not_values": ("mha_rotary_gqa", "mha_3d_batch_odd"),
-        "test_mha_with_rotation_ignores_a_shift_of_every_position": ("mha_rotary_gqa", "mha_3d_batch_odd"),
-        "test_mha_rotates_at_the_token_positions": ("mha_rotary_gqa", "mha_rotary_shuffled_bf16"),
-        "test_mha_grouped_query_heads_share_key_value_heads": ("mha_rotary_gqa", "mha_cached_4d_gqa_padded"),
-        "test_mha_multi_query_heads_share_one_key_value_head": ("mha_rotary_shuffled_bf16", "mha_mqa_bf16"),
-        "test_mha_cache_prefill_then_one_token_at_a_time_gives_the_whole_pass": (
-            "mha_cached_4d_gqa_padded",
-            "mha_cached_padded_f64",
-        ),
-        "test_mha_returns_bfloat16_for_bfloat16_inputs": ("mha_rotary_shuffled_bf16", "mha_mqa_bf16"),
-    },
 }
 # Public tests of these components that check given code or the test machinery: {test: why}.
 UNGRADED: dict[str, str] = {
     "test_rope_position_beyond_max_seq_len_raises": "the given argument check (_checks.rope)",
     "test_rope_cast_to_half_keeps_float64_tables": "module.to(dtype): the adapters build RoPE and never cast it",
-    "test_mha_padding_mask_must_cover_the_cached_and_new_keys": "the given argument check (_checks.padding_mask)",
-    "test_mha_causal_mask_is_built_on_the_given_device": "a device: the grader runs every case on the CPU",
-    "test_mha_grouped_query_takes_a_mask_per_query_head": "a mask with a head dimension: no adapter passes one (the model's masks are per key)",
-    "test_mha_kernel_splits_heads_by_the_query_projection_s_rows_not_d_model": (
-        "no mha adapter passes d_q != d_model (MultiHeadSelfAttention builds d_q = d_model); the split attention's "
-        "graded cases (parallel_heads_*, parallel_model_*) run the kernel with one rank's d_q rows"
-    ),
 }
+
+
+# ---- Mistakes, accepted variants, confusers and alternatives (registered with staff/mistakes/) ---
+
+
+# ---- attention (scaled_dot_product_attention) ----------------------------------------------------
+
+
+def _masked(scores, blocked):
+    return scores if blocked is None else scores.masked_fill(blocked, float("-inf"))
+
+
+def _blocked(mask):
+    return None if mask is None else ~mask
+
+
+@mistake(
+    "attention-mask_inverted",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention treating True in the mask as blocked (masked_fill(mask, -inf) instead of ~mask)",
+)
+def sdpa_mask_inverted(Q, K, V, mask=None):
+    return F.softmax(_masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), mask), -1) @ V
+
+
+@mistake(
+    "attention-scaled_by_d_k",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention dividing the scores by d_k instead of sqrt(d_k)",
+)
+def sdpa_scale_by_d_k(Q, K, V, mask=None):
+    return F.softmax(_masked(Q @ K.transpose(-1, -2) / Q.shape[-1], _blocked(mask)), -1) @ V
+
+
+@mistake(
+    "attention-large_negative_fill",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention filling masked scores with -1e9 instead of -inf (a query that may attend to nothing "
+    "gets the mean of V instead of 0)",
+)
+def sdpa_large_negative_fill(Q, K, V, mask=None):
+    s = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    s = s if mask is None else s.masked_fill(~mask, -1e9)
+    return F.softmax(s, -1) @ V
+
+
+@mistake(
+    "attention-normalised_over_queries",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention with the softmax over the queries (dim=-2) instead of over the keys (dim=-1)",
+)
+def sdpa_softmax_over_queries(Q, K, V, mask=None):
+    s = _masked(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), _blocked(mask))
+    return torch.nan_to_num(F.softmax(s, -2)) @ V
+
+
+@mistake(
+    "attention-mask_after_normalising",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention zeroing masked probabilities after the softmax (the rows no longer sum to 1)",
+)
+def sdpa_mask_after_softmax(Q, K, V, mask=None):
+    p = F.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1)
+    return (p if mask is None else p * mask) @ V
+
+
+@mistake(
+    "attention-no_scaling",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention without the 1/sqrt(d_k) scaling of the scores",
+)
+def sdpa_no_scale(Q, K, V, mask=None):
+    return F.softmax(_masked(Q @ K.transpose(-1, -2), _blocked(mask)), -1) @ V
+
+
+@mistake(
+    "attention-scores_normalised_in_half_precision",
+    F,
+    "scaled_dot_product_attention",
+    diagnosis="attention with its softmax computed in the input's 16-bit dtype (over more than 65504 keys the "
+    "float16 sum of exps is inf): compute the scores' softmax in float32 (your softmax does)",
+)
+def sdpa_softmax_in_half(Q, K, V, mask=None):
+    scores = _masked(Q * (1.0 / math.sqrt(Q.shape[-1])) @ K.transpose(-1, -2), _blocked(mask))  # not upcast
+    return _softmax_in_input_dtype(scores) @ V
+
+
+def _softmax_in_input_dtype(s):
+    """The reference's softmax over the last dimension, with its upcast deleted."""
+    e = torch.exp(s - s.amax(-1, keepdim=True).clamp(min=torch.finfo(s.dtype).min))
+    return e * e.sum(-1, keepdim=True).clamp(min=torch.finfo(s.dtype).tiny).reciprocal()
+
+
+@variant("attention-scaled_queries_logsumexp", F, "scaled_dot_product_attention")
+def attention_scaled_queries_logsumexp(Q, K, V, mask=None):
+    # Q / sqrt(d_k) before the product, softmax as exp(s - logsumexp(s)); a fully masked row -> zeros
+    dtype = up(Q).dtype
+    scores = (up(Q) * Q.shape[-1] ** -0.5) @ up(K).transpose(-1, -2)
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=dtype))
+    lse = torch.logsumexp(scores, -1, keepdim=True)
+    probs = torch.where(torch.isneginf(lse), torch.zeros_like(scores), torch.exp(scores - lse))
+    return probs.to(V.dtype) @ V
+
+
+alternative(
+    "attention",
+    "scaled_dot_product_attention",
+    """
+    work = torch.float64 if Q.dtype == torch.float64 else torch.float32
+    logits = Q.to(work) @ K.to(work).transpose(-2, -1)
+    logits = logits / math.sqrt(K.size(-1))
+    if mask is not None:
+        logits = torch.where(mask, logits, torch.full_like(logits, -math.inf))
+    weights = softmax(logits, dim=-1)
+    return weights.to(V.dtype) @ V
+    """,
+)
+
+
+# ---- rope ----------------------------------------------------------------------------------------
+
+
+_rope = F.rope  # the correct kernel, for mistakes that call it while F.rope is replaced
+
+
+def _rope_with_tables(x, c, s):
+    """Adjacent pairs rotated by the gathered tables c, s (..., seq, d_k/2), in x's dtype."""
+    p = x.unflatten(-1, (-1, 2))
+    x0, x1 = p[..., 0], p[..., 1]
+    return torch.stack((x0 * c - x1 * s, x0 * s + x1 * c), -1).flatten(-2)
+
+
+def _rope_with_angles(x, ang):
+    return _rope_with_tables(x, ang.cos().to(x.dtype), ang.sin().to(x.dtype))
+
+
+@mistake(
+    "rope-rotates_halves",
+    F,
+    "rope",
+    diagnosis="RoPE pairing x[k] with x[k + d_k/2] (Hugging Face's rotate_half) instead of adjacent pairs "
+    "(x[2k], x[2k+1])",
+)
+def rope_rotate_halves(x, cos, sin, token_positions):
+    c, s = cos[token_positions].to(x.dtype), sin[token_positions].to(x.dtype)
+    h = x.shape[-1] // 2
+    x0, x1 = x[..., :h], x[..., h:]
+    return torch.cat([x0 * c - x1 * s, x0 * s + x1 * c], -1)
+
+
+@mistake(
+    "rope-ignores_token_positions",
+    F,
+    "rope",
+    diagnosis="RoPE at positions 0, 1, ..., seq-1 whatever token_positions says",
+)
+def rope_ignores_positions(x, cos, sin, token_positions):
+    return _rope(x, cos, sin, torch.arange(x.shape[-2]))
+
+
+@mistake(
+    "rope-rotates_backwards",
+    F,
+    "rope",
+    diagnosis="RoPE rotating by minus the angle (the signs of the sin terms swapped)",
+)
+def rope_sign_flipped(x, cos, sin, token_positions):
+    return _rope(x, cos, -sin, token_positions)
+
+
+@mistake(
+    "rope-frequency_exponent_k_not_2k",
+    F,
+    "rope",
+    diagnosis="RoPE with frequencies theta^(-k/d_k) instead of theta^(-2k/d_k) for pair k",
+)
+def rope_frequency_uses_k_not_2k(x, cos, sin, token_positions):
+    inv_freq = torch.acos(cos[1].double().clamp(-1, 1))  # position 1's angles: theta^(-2k/d_k), all in [0, 1]
+    angles = token_positions.to(torch.float64)[..., None] * inv_freq.sqrt()  # theta^(-k/d_k)
+    return _rope_with_angles(x, angles)
+
+
+@mistake(
+    "rope-no_float32_upcast",
+    F,
+    "rope",
+    diagnosis="RoPE computed in the input's 16-bit dtype (cos and sin rounded to bfloat16): gather the tables "
+    "in float32, rotate in float32, cast back once",
+)
+def rope_no_upcast(x, cos, sin, token_positions):
+    # the reference with its upcast deleted
+    return _rope_with_tables(x, cos[token_positions].to(x.dtype), sin[token_positions].to(x.dtype))
+
+
+@variant("rope-complex_multiplication", F, "rope")
+def rope_complex_multiplication(x, cos, sin, token_positions):
+    # Meta's llama apply_rotary_emb: adjacent pairs as complex numbers times e^{i angle}
+    dtype = up(x).dtype
+    rot = torch.complex(cos[token_positions].to(dtype), sin[token_positions].to(dtype))  # (..., seq, d_k/2)
+    z = torch.view_as_complex(up(x).reshape(*x.shape[:-1], -1, 2).contiguous())
+    return torch.view_as_real(z * rot).flatten(-2).to(x.dtype)
+
+
+alternative(
+    "rope",
+    "rope",
+    """
+    c = cos[token_positions]
+    s = sin[token_positions]
+    work = x.double() if x.dtype == torch.float64 else x.float()
+    evens, odds = work[..., 0::2], work[..., 1::2]
+    result = torch.empty_like(work)
+    result[..., 0::2] = evens * c.type_as(work) - odds * s.type_as(work)
+    result[..., 1::2] = evens * s.type_as(work) + odds * c.type_as(work)
+    return result.type_as(x)
+    """,
+)

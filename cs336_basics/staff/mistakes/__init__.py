@@ -14,23 +14,19 @@ catalogued mistake's name (tests/staff/test_names.py). The alternatives are the 
 tests' independent solutions (copies.py), written the way another student might: loops and
 explicit broadcasting where the reference and the variants use library calls.
 
-One submodule per area, with the area names of the case registry (cs336_basics/staff/cases/):
-linear, activations, norms, ffn, attention, model, generate, training, bpe, parallel. Each
-holds its components' entries, a component's section after another's. Each entry is
-registered by the decorator right above its function:
+The entries live in the area modules of the case registry (cs336_basics/staff/cases/<area>.py),
+after each area's cases. Each entry is registered by the decorator right above its function:
 
     @mistake("rmsnorm-sum_not_mean", F, "rmsnorm", diagnosis="RMSNorm with the sum of squares ...")
     def rmsnorm_sum_not_mean(x, weight, eps=1e-5, cast_before_gain=False): ...
 
-or, for an alternative, by `alternative(component, kernel, body)`. A new area is a new
-`mistakes/<area>.py`: every submodule of this package is imported below, and the collected
-entries are ordered by `cs336_basics.COMPONENTS` (registration order within a component), so
-nothing here needs editing.
+or, for an alternative, by `alternative(component, kernel, body)`. The case registry
+(cs336_basics.staff.cases) imports every area and collects the entries as MISTAKES, VARIANTS,
+CONFUSERS and ALTERNATIVES, in `cs336_basics.COMPONENTS` order (registration order within a
+component), so nothing here needs editing when an area or a component is added.
 """
 
 import contextlib
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -87,10 +83,8 @@ class Alternative:
     body: str  # source, any indentation
 
 
-MISTAKES: list[Mistake] = []  # each fails at least one public snapshot case
-VARIANTS: list[Variant] = []  # each passes every case
-CONFUSERS: list[Variant] = []  # wrong, not named by the catalogue: never to be given a catalogued name
-ALTERNATIVES: list[Alternative] = []  # the similarity tests' independent solutions (copies.py)
+# Every entry registered so far, by kind; the case registry collects them (`registered`)
+_ENTRIES: dict[str, list] = {kind: [] for kind in ("MISTAKES", "VARIANTS", "CONFUSERS", "ALTERNATIVES")}
 
 
 def mistake(name: str, owner: object, attribute: str, *, diagnosis: str, shows: str = "",
@@ -99,7 +93,9 @@ def mistake(name: str, owner: object, attribute: str, *, diagnosis: str, shows: 
     `owner.attribute`."""
 
     def register(fn: Callable) -> Callable:
-        MISTAKES.append(Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows))
+        _ENTRIES["MISTAKES"].append(
+            Mistake(name, owner, attribute, fn, raises=raises, diagnosis=diagnosis, shows=shows)
+        )
         return fn
 
     return register
@@ -109,7 +105,7 @@ def variant(name: str, owner: object, attribute: str):
     """Register the decorated function as the accepted variant `name` replacing `owner.attribute`."""
 
     def register(fn: Callable) -> Callable:
-        VARIANTS.append(Variant(name, owner, attribute, fn))
+        _ENTRIES["VARIANTS"].append(Variant(name, owner, attribute, fn))
         return fn
 
     return register
@@ -119,7 +115,7 @@ def confuser(name: str, owner: object, attribute: str):
     """Register the decorated function as the confuser `name` replacing `owner.attribute`."""
 
     def register(fn: Callable) -> Callable:
-        CONFUSERS.append(Variant(name, owner, attribute, fn))
+        _ENTRIES["CONFUSERS"].append(Variant(name, owner, attribute, fn))
         return fn
 
     return register
@@ -127,7 +123,7 @@ def confuser(name: str, owner: object, attribute: str):
 
 def alternative(component: str, kernel: str, body: str) -> None:
     """Register `body` as the alternative of functional.<kernel>, a kernel of `component`."""
-    ALTERNATIVES.append(Alternative(component, kernel, body))
+    _ENTRIES["ALTERNATIVES"].append(Alternative(component, kernel, body))
 
 
 def up(x):
@@ -139,14 +135,8 @@ def plus_bias(y, bias):
     return y if bias is None else y + bias
 
 
-for _area in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_area.name}")
-
-
-def _in_component_order(entry) -> int:
-    component = (entry[0] if isinstance(entry, tuple) else entry).component
-    return COMPONENTS.index(component) if component in COMPONENTS else len(COMPONENTS)
-
-
-for _entries in (MISTAKES, VARIANTS, CONFUSERS, ALTERNATIVES):
-    _entries.sort(key=_in_component_order)  # stable: registration order within a component
+def registered(kind: str) -> list:
+    """The entries of one kind ("MISTAKES", "VARIANTS", "CONFUSERS", "ALTERNATIVES") registered so far,
+    in component order (registration order within a component)."""
+    order = {c: i for i, c in enumerate(COMPONENTS)}
+    return sorted(_ENTRIES[kind], key=lambda entry: order.get(entry.component, len(order)))
