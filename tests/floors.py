@@ -97,8 +97,9 @@ FLOORS: dict[str, Floor] = {
 }
 
 
-# The kernels' tables, one row per kernel (its rows are tests/test_dtypes.py's KERNELS) and a floor per dtype
-# (float32, float64, bfloat16, float16): each cell an entry "<kernel>.<kind>_<dtype>" of FLOORS.
+# The kernels' tables, one row per kernel (its rows are tests/test_dtypes.py's KERNELS, each a row
+# of a kernel of tests/oracles.py's BUILTIN_KERNELS) and a floor per dtype (float32, float64,
+# bfloat16, float16): each cell an entry "<kernel>.<kind>_<dtype>" of FLOORS.
 KERNEL_DTYPES = (F32, F64, BF16, torch.float16)
 KERNEL_KINDS = {
     "builtin": "ours vs the built-in run in the same dtype, on tests/test_dtypes.py's fixed input",

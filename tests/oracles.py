@@ -3,11 +3,17 @@ signatures. None of this is our code path; the reference must agree with it.
 
 `builtin_kernels()` swaps them into `cs336_basics.nn.functional` for a `with` block, so any
 adapter or module then computes with PyTorch's built-ins through the same plumbing (weight
-loading, reshapes): that is how a whole case is checked against an oracle.
+loading, reshapes): that is how a whole case is checked against an oracle. Each kernel's entry
+of `BUILTIN_KERNELS` also declares what tests/test_dtypes.py needs to run it in every dtype: the
+arguments it takes after x, its rows of tests/floors.py's kernel tables, and whether it computes
+half precision in float32.
 """
 
 import contextlib
 import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -97,32 +103,96 @@ def rope_complex_tables(x, cos, sin, token_positions):
     return torch.view_as_real(z * rot).flatten(-2).to(x.dtype)
 
 
+class Arg(NamedTuple):
+    """An argument tests/test_dtypes.py's inputs() draws after x: `shape` ~ N(mean, std^2)."""
+
+    shape: tuple[int, ...]
+    std: float
+    mean: float = 0.0
+
+
+def projection(out: int, fan_in: int) -> Arg:
+    """A weight (out, fan_in) ~ N(0, 1/fan_in)."""
+    return Arg((out, fan_in), fan_in**-0.5)
+
+
+def gain(n: int) -> Arg:
+    """A gain (n,) ~ N(1, 0.25)."""
+    return Arg((n,), 0.5, 1.0)
+
+
+def bias(n: int) -> Arg:
+    """A bias (n,) ~ N(0, 0.25)."""
+    return Arg((n,), 0.5)
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A kernel of cs336_basics.nn.functional written with PyTorch's built-ins (`fn`, same signature),
+    and how tests/test_dtypes.py runs the two on its rows of tests/floors.py's KERNEL_TABLES."""
+
+    fn: Callable
+    # the arguments after x, from x's last dim d (d_ff = 2d)
+    args: Callable[[int], tuple[Arg, ...]] = lambda d: ()
+    # its rows: row name -> the keywords the row passes both kernels; None: one row, the kernel's name
+    rows: dict[str, dict] | None = None
+    # half precision computed in float32 and rounded once: within a few ulps of the float64 truth
+    upcast: bool = False
+    # > 0: the kernel looks up token ids in [0, token_ids) of x's shape without its last dim (drawn
+    # first), in a table (token_ids, d) drawn as x, which it takes in x's place
+    token_ids: int = 0
+
+
+def _grouped_query_attention(q, k, v, mask=None):
+    """sdpa_zero_masked_rows with k's and v's heads each repeated to q's number."""
+    k = k.repeat_interleave(q.shape[-3] // k.shape[-3], -3)
+    v = v.repeat_interleave(q.shape[-3] // v.shape[-3], -3)
+    return sdpa_zero_masked_rows(q, k, v, mask)
+
+
+def _cross_entropy(inputs, targets):
+    """Half types in float32, returned in their dtype, as the handout asks (F.cross_entropy on
+    bfloat16 rounds along the way); int32 targets as int64, which F.cross_entropy requires."""
+    logits = inputs.reshape(-1, inputs.shape[-1]).to(torch.promote_types(inputs.dtype, torch.float32))
+    return TF.cross_entropy(logits, targets.reshape(-1).long()).to(inputs.dtype)
+
+
+# cs336_basics.nn.functional's kernels written with PyTorch's built-ins, by their name there
+# (builtin_kernels() swaps each in).
 BUILTIN_KERNELS = {
-    "linear": TF.linear,
-    "embedding": lambda token_ids, weight: TF.embedding(token_ids, weight),
-    "silu": TF.silu,
-    "relu": TF.relu,
-    "gelu": lambda x, approximate="none": TF.gelu(x, approximate=approximate),
-    "softmax": lambda x, dim=-1: TF.softmax(x, dim=dim),
-    "rmsnorm": lambda x, weight, eps=1e-5, cast_before_gain=False: TF.rms_norm(x, (x.shape[-1],), weight, eps),
-    "layernorm": lambda x, weight, bias, eps=1e-5: TF.layer_norm(x, (x.shape[-1],), weight, bias, eps),
-    "swiglu_ffn": swiglu_ffn,
-    "positionwise_ffn": positionwise_ffn,
-    "scaled_dot_product_attention": sdpa_zero_masked_rows,
-    "grouped_query_attention": lambda q, k, v, mask=None: sdpa_zero_masked_rows(
-        q,
-        k.repeat_interleave(q.shape[-3] // k.shape[-3], -3),
-        v.repeat_interleave(q.shape[-3] // v.shape[-3], -3),
-        mask,
+    "linear": Builtin(TF.linear, args=lambda d: (projection(d + 1, d),)),
+    "embedding": Builtin(lambda token_ids, weight: TF.embedding(token_ids, weight), token_ids=11),
+    "silu": Builtin(TF.silu, upcast=True),
+    "relu": Builtin(TF.relu),
+    "gelu": Builtin(
+        lambda x, approximate="none": TF.gelu(x, approximate=approximate),
+        rows={"gelu": {}, "gelu_tanh": {"approximate": "tanh"}},
+        upcast=True,
     ),
-    "rope_cos_sin": rope_cos_sin_polar,
-    "rope": rope_complex_tables,
-    # half types in float32, returned in their dtype, as the handout asks (F.cross_entropy on
-    # bfloat16 rounds along the way); int32 targets as int64, which F.cross_entropy requires
-    "cross_entropy": lambda inputs, targets: TF.cross_entropy(
-        inputs.reshape(-1, inputs.shape[-1]).to(torch.promote_types(inputs.dtype, torch.float32)),
-        targets.reshape(-1).long(),
-    ).to(inputs.dtype),
+    "softmax": Builtin(lambda x, dim=-1: TF.softmax(x, dim=dim), upcast=True),
+    "rmsnorm": Builtin(
+        lambda x, weight, eps=1e-5, cast_before_gain=False: TF.rms_norm(x, (x.shape[-1],), weight, eps),
+        args=lambda d: (gain(d),),
+        upcast=True,
+    ),
+    "layernorm": Builtin(
+        lambda x, weight, bias, eps=1e-5: TF.layer_norm(x, (x.shape[-1],), weight, bias, eps),
+        args=lambda d: (gain(d), bias(d)),
+        upcast=True,
+    ),
+    "swiglu_ffn": Builtin(
+        swiglu_ffn,
+        args=lambda d: (projection(2 * d, d), projection(d, 2 * d), projection(2 * d, d)),
+        rows={"swiglu": {}},
+    ),
+    "positionwise_ffn": Builtin(
+        positionwise_ffn, args=lambda d: (projection(2 * d, d), bias(2 * d), projection(d, 2 * d), bias(d))
+    ),
+    "scaled_dot_product_attention": Builtin(sdpa_zero_masked_rows),
+    "grouped_query_attention": Builtin(_grouped_query_attention),
+    "rope_cos_sin": Builtin(rope_cos_sin_polar),
+    "rope": Builtin(rope_complex_tables),
+    "cross_entropy": Builtin(_cross_entropy),
 }
 
 # The training components' built-ins, swapped into cs336_basics.optim (the adapters look them up there).
@@ -178,7 +248,7 @@ def builtin_kernels():
     gradient clipping are PyTorch's built-ins, and get_batch and the checkpoint functions are
     BUILTIN_TRAINING's."""
     replacements = (
-        {(F, name): fn for name, fn in BUILTIN_KERNELS.items()}
+        {(F, name): kernel.fn for name, kernel in BUILTIN_KERNELS.items()}
         | {(optim, name): fn for name, fn in BUILTIN_OPTIM.items()}
         | BUILTIN_TRAINING
     )

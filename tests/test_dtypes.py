@@ -31,47 +31,41 @@ def _ours(kernel: str, **kwargs):
 
 
 # KERNELS: one row per row of tests/floors.py's per-dtype table (KERNEL_TABLES["builtin"]):
-# row -> (our kernel, the PyTorch built-in it must agree with: tests/oracles.py's BUILTIN_KERNELS),
-# both the kernel of the row's name unless _ROWS names the kernel and keywords the row runs.
-# Both take inputs(row, ...).
-_ROWS = {"swiglu": ("swiglu_ffn", {}), "gelu_tanh": ("gelu", {"approximate": "tanh"})}
+# row -> (our kernel, the PyTorch built-in it must agree with), both taking inputs(row, ...) and
+# the row's keywords. The kernel a row runs, and with which keywords, is declared by that kernel's
+# entry of tests/oracles.py's BUILTIN_KERNELS (Builtin.rows); _ROWS: row -> (kernel, keywords).
+_ROWS = {
+    row: (kernel, keywords)
+    for kernel, builtin in oracles.BUILTIN_KERNELS.items()
+    for row, keywords in (builtin.rows or {kernel: {}}).items()
+}
 KERNELS = {
-    name: (_ours(kernel, **kwargs), partial(oracles.BUILTIN_KERNELS[kernel], **kwargs))
+    name: (_ours(kernel, **kwargs), partial(oracles.BUILTIN_KERNELS[kernel].fn, **kwargs))
     for name in KERNEL_TABLES["builtin"]
-    for kernel, kwargs in [_ROWS.get(name, (name, {}))]
+    for kernel, kwargs in [_ROWS[name]]
 }
 
 
+def _builtin(name: str) -> oracles.Builtin:
+    """The BUILTIN_KERNELS entry of row `name`'s kernel."""
+    return oracles.BUILTIN_KERNELS[_ROWS[name][0]]
+
+
 def inputs(name: str, shape, scale: float = 1.0, offset: float = 0.0, dtype=F64, seed: int = 0) -> list:
-    """Arguments for kernel `name`: x = scale * (offset + N(0, 1)) of `shape` (last dim d; for
-    embedding the table rows are drawn so), projections ~ N(0, 1/fan_in), gains ~ N(1, 0.25),
-    biases ~ N(0, 0.25), d_ff = 2d. Drawn in float64, then rounded to `dtype`."""
+    """Arguments for row `name` of KERNELS: x = scale * (offset + N(0, 1)) of `shape` (last dim d),
+    then the arguments after x its kernel's BUILTIN_KERNELS entry declares (Builtin.args(d)), drawn
+    in that order from one generator in float64 and rounded to `dtype`. A kernel of token ids
+    (Builtin.token_ids) takes ids of `shape` without d, drawn first, and x as a (token_ids, d) table."""
+    builtin = _builtin(name)
     g = torch.Generator().manual_seed(seed)
 
-    def randn(*s, std=1.0, mean=0.0):
-        return (torch.randn(*s, generator=g, dtype=F64) * std + mean).to(dtype)
+    def randn(size, std=1.0, mean=0.0):
+        return (torch.randn(size, generator=g, dtype=F64) * std + mean).to(dtype)
 
     d = shape[-1]
-    if name == "embedding":
-        return [torch.randint(0, 11, tuple(shape[:-1]), generator=g), randn(11, d, std=scale, mean=offset * scale)]
-    x = randn(*shape, std=scale, mean=offset * scale)
-    if name == "linear":
-        return [x, randn(d + 1, d, std=d**-0.5)]
-    if name == "swiglu":
-        return [x, randn(2 * d, d, std=d**-0.5), randn(d, 2 * d, std=(2 * d) ** -0.5), randn(2 * d, d, std=d**-0.5)]
-    if name == "positionwise_ffn":
-        return [
-            x,
-            randn(2 * d, d, std=d**-0.5),
-            randn(2 * d, std=0.5),
-            randn(d, 2 * d, std=(2 * d) ** -0.5),
-            randn(d, std=0.5),
-        ]
-    if name == "rmsnorm":
-        return [x, randn(d, std=0.5, mean=1.0)]
-    if name == "layernorm":
-        return [x, randn(d, std=0.5, mean=1.0), randn(d, std=0.5)]
-    return [x]
+    ids = [torch.randint(0, builtin.token_ids, tuple(shape[:-1]), generator=g)] if builtin.token_ids else []
+    x = randn((builtin.token_ids, d) if builtin.token_ids else tuple(shape), std=scale, mean=offset * scale)
+    return [*ids, x, *(randn(arg.shape, std=arg.std, mean=arg.mean) for arg in builtin.args(d))]
 
 
 def _fixed(name: str, dtype) -> list:
@@ -122,7 +116,7 @@ def test_matches_torch_builtin_in_same_dtype(name, dtype, record_property):
 # for a few roundings inside, not for intermediates kept in the half type where they overflow or
 # cancel. The truth is the same kernel in float64 on the same (rounded) inputs.
 
-UPCAST = ["silu", "gelu", "gelu_tanh", "rmsnorm", "layernorm", "softmax"]
+UPCAST = [name for name in KERNELS if _builtin(name).upcast]  # the rows of kernels declared upcast=True
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=NAMES.get)
