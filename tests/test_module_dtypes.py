@@ -3,7 +3,6 @@ module that drops them (an Embedding built in float32 inside a float64 model) fa
 the parameter, not later inside attention. The "meta" device stands for any device but the CPU."""
 
 from functools import partial
-from typing import get_type_hints
 
 import pytest
 import torch
@@ -25,14 +24,10 @@ from cs336_basics.nn.parallel import ColumnParallelLinear, ParallelTransformerLM
 
 def _kinds(table: dict, *sizes: int) -> dict:
     """Every entry of a registry table (NORMS, FFNS), built from the arguments every entry takes,
-    with bias=True (the biases too), under the name of the file of the class it is annotated to
-    build (nothing is built while tests are collected): its component's name (FFNS' "positionwise"
-    builds positionwise_ffn.py's PositionWiseFFN); one file each."""
-
-    def file_of(build) -> str:
-        return get_type_hints(build)["return"].__module__.rpartition(".")[2]
-
-    kinds = {file_of(build): partial(build, *sizes, bias=True) for build in table.values()}
+    with bias=True (the biases too), under the name of the file of the class it enters (nothing
+    is built while tests are collected): its component's name (FFNS' "positionwise" builds
+    positionwise_ffn.py's PositionWiseFFN); one file each."""
+    kinds = {entry.cls.__module__.rpartition(".")[2]: partial(entry, *sizes, bias=True) for entry in table.values()}
     assert len(kinds) == len(table), f"two entries of {list(table)} build classes of one file"
     return kinds
 

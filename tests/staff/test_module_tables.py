@@ -1,9 +1,13 @@
 """Staff only: the norm and FFN tables (cs336_basics/nn/modules/registry.py) are the one list of
-names. Every entry builds a module of the stated shape; FFNBlockConfig, TransformerBlock,
-TransformerLM and the parameter count take exactly the tables' names; a kind added to the table
-alone (DyT below) reaches every norm of a language model and its parameter count."""
+names, filled by the module files' decorators. Every entry builds a module of the stated shape
+from the arguments its class accepts; FFNBlockConfig, TransformerBlock, TransformerLM and the
+parameter count take exactly the tables' names; a kind entered by its decorator alone (DyT below)
+reaches every norm of a language model and its parameter count."""
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,6 +25,8 @@ from cs336_basics.nn import (
     TransformerLMConfig,
 )
 from cs336_basics.nn.modules import registry
+
+from .test_layering import imported_modules
 
 
 def _norms(model: nn.Module) -> list[nn.Module]:
@@ -81,12 +87,15 @@ class DyT(nn.Module):
         return self.weight * torch.tanh(self.alpha * x) + self.bias
 
 
-def dyt(d_model: int, eps: float = 1e-5, bias: bool = False, device=None, dtype=None) -> nn.Module:
-    return DyT(d_model, device=device, dtype=dtype)
+@pytest.fixture
+def dyt():
+    """DyT entered in the norm table by the decorator a module file puts above its class, for one test."""
+    registry.norm("dyt")(DyT)
+    yield DyT
+    del registry.NORMS["dyt"]
 
 
-def test_module_tables_a_norm_added_to_the_table_alone_reaches_every_norm_and_the_count(monkeypatch):
-    monkeypatch.setitem(registry.NORMS, "dyt", dyt)
+def test_module_tables_a_norm_entered_by_its_decorator_alone_reaches_every_norm_and_the_count(dyt):
     config = TransformerLMConfig(50, 8, 16, 2, 2, 32, norm_type="dyt")
     model = TransformerLM(config)
     assert len(_norms(model)) == 5 and all(isinstance(m, DyT) for m in _norms(model))
@@ -95,3 +104,40 @@ def test_module_tables_a_norm_added_to_the_table_alone_reaches_every_norm_and_th
     assert isinstance(block.ln2, DyT)
     x = torch.randn(2, 3, 16)
     assert torch.allclose(block(x), x + block.ffn(torch.tanh(0.5 * x)))
+
+
+def test_module_tables_an_entry_passes_the_arguments_its_class_accepts_and_the_defaults():
+    assert registry.NORMS["rmsnorm"](8, 1e-3, True, None, torch.float64).eps == 1e-3  # no bias to take
+    assert registry.NORMS["layernorm"](8).bias is None  # a norm's bias only when asked
+    assert registry.NORMS["layernorm"](8, bias=True).bias is not None
+    positionwise = registry.FFNS["positionwise"](8, 16)  # the class's own defaults: GELU, biases
+    assert positionwise.activation == "gelu" and positionwise.w1.bias is not None
+    swiglu = registry.FFNS["swiglu"](8, None, bias=True)  # SiLU, the 8/3 rule, no biases
+    assert (swiglu.activation, swiglu.d_ff, swiglu.w1.bias) == ("silu", 64, None)
+
+
+def test_module_tables_refuse_a_name_another_class_holds_and_a_class_they_cannot_build():
+    class Other(RMSNorm):
+        pass
+
+    with pytest.raises(ValueError, match="norm 'rmsnorm' is RMSNorm already"):
+        registry.norm("rmsnorm")(Other)
+    assert registry.NORMS["rmsnorm"].cls is RMSNorm
+
+    class Grouped(nn.Module):
+        def __init__(self, d_model: int, groups: int):
+            super().__init__()
+
+    with pytest.raises(TypeError, match=r"Grouped requires \['groups'\]"):
+        registry.norm("grouped")(Grouped)
+    assert "grouped" not in registry.NORMS
+
+
+@pytest.mark.parametrize("first", ["cs336_basics.nn.modules.registry", "cs336_basics.nn.modules.transformer_block"])
+def test_module_tables_are_complete_whatever_is_imported_first(first):
+    """A fresh interpreter importing `first` alone sees every entry (registry.py imports no module file)."""
+    code = f"import {first}; from cs336_basics.nn.modules import registry; print(list(registry.NORMS), list(registry.FFNS))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == f"{list(registry.NORMS)} {list(registry.FFNS)}"
+    assert list(registry.NORMS) == ["layernorm", "rmsnorm"] and list(registry.FFNS) == ["positionwise", "swiglu"]
+    assert not [m for m in imported_modules(Path(registry.__file__)) if m.startswith("cs336_basics")]

@@ -4,11 +4,13 @@ from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
 from cs336_basics.nn._checks import check_positive
+from cs336_basics.nn.modules.registry import norm
 
 
+@norm("layernorm")
 class LayerNorm(nn.Module):
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension (biased variance);
-    `weight` starts at ones, `bias` at zeros (None when bias=False)."""
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension (Ba et al. 2016; biased
+    variance); `weight` starts at ones, `bias` at zeros (None when bias=False)."""
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True, device=None, dtype=None):
         super().__init__()

@@ -4,8 +4,10 @@ from torch import Tensor, nn
 from cs336_basics.nn import functional as F
 from cs336_basics.nn._checks import check_positive
 from cs336_basics.nn.modules.linear import Linear
+from cs336_basics.nn.modules.registry import ffn
 
 
+@ffn("positionwise")
 class PositionWiseFFN(nn.Module):
     """act(x W1^T + b1) W2^T + b2, the original transformer FFN (Vaswani et al. 2017; GELU as in BERT and GPT-2).
     State dict keys as torch.nn.Linear's and Hugging Face's: w1.weight (d_ff, d_model), w1.bias (d_ff),

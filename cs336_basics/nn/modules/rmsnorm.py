@@ -4,12 +4,15 @@ from torch import Tensor, nn
 
 from cs336_basics.nn import functional as F
 from cs336_basics.nn._checks import check_positive
+from cs336_basics.nn.modules.registry import norm
 
 
+@norm("rmsnorm")
 class RMSNorm(nn.Module):
-    """x / sqrt(mean(x^2) + eps) * weight over the last dimension; `weight` (the gain g)
-    starts at ones. Computed in float32 (float64 stays float64), returned in x's dtype (see
-    functional.rmsnorm for the cast order)."""
+    """x / sqrt(mean(x^2) + eps) * weight over the last dimension (Zhang & Sennrich 2019); `weight`
+    (the gain g) starts at ones; no bias (the norm table's `bias` does not reach it). Computed in
+    float32 (float64 stays float64), returned in x's dtype (see functional.rmsnorm for the cast
+    order)."""
 
     def __init__(self, d_model: int, eps: float = 1e-5, device=None, dtype=None):
         super().__init__()

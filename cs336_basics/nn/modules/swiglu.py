@@ -5,10 +5,13 @@ from cs336_basics.nn import functional as F
 from cs336_basics.nn._checks import check_positive
 from cs336_basics.nn.ffn_width import ffn_hidden_dim
 from cs336_basics.nn.modules.linear import Linear
+from cs336_basics.nn.modules.registry import ffn
 
 
+@ffn("swiglu")
 class SwiGLUFFN(nn.Module):
-    """W2 (SiLU(W1 x) * W3 x) with three bias-free Linears named as in Meta's Llama checkpoints:
+    """W2 (SiLU(W1 x) * W3 x) (Shazeer 2020; `activation` replaces SiLU) with three bias-free Linears
+    (the FFN table's `bias` does not reach them), named as in Meta's Llama checkpoints:
     w1 = gate (d_ff, d_model), w3 = up (d_ff, d_model), w2 = down (d_model, d_ff).
     d_ff=None applies the 8/3 rule rounded up to a multiple of 64 (`ffn_hidden_dim`)."""
 

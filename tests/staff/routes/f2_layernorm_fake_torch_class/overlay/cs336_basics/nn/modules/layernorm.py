@@ -3,8 +3,10 @@ from jaxtyping import Float
 from torch import Tensor, nn
 
 from cs336_basics.nn._checks import check_positive
+from cs336_basics.nn.modules.registry import norm
 
 
+@norm("layernorm")
 class LayerNorm(nn.LayerNorm):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension (biased variance)."""
 
