@@ -18,8 +18,6 @@ from collections.abc import Callable
 
 from torch import nn
 
-_NO_DEFAULT = inspect.Parameter.empty  # the default of a parameter that has none
-
 
 class _Own:
     """A table's default meaning "the class's own default" (none: the argument is not passed)."""
@@ -41,33 +39,26 @@ def _ffn_arguments(d_model: int, d_ff: int | None, activation: str = _OWN, bias:
 
 class _Entry:
     """The constructor of `cls` in a table of arguments `arguments` (a signature): called with the
-    table's arguments, it builds cls from those its __init__ accepts, the table's defaults filling
-    in those the caller leaves out and the class's own where the table's default is _OWN."""
+    table's arguments, it builds cls from those its __init__ accepts; one the caller leaves out
+    takes the table's default, or the class's own where the table's is _OWN."""
 
     def __init__(self, cls: type[nn.Module], arguments: inspect.Signature):
         self.cls, self.arguments = cls, arguments
         accepted = inspect.signature(cls).parameters
-        takes_all = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
-        self.accepted = {  # each table argument the class takes: the class's default for it
-            name: accepted[name].default if name in accepted else _NO_DEFAULT
-            for name in arguments.parameters
-            if name in accepted or takes_all
-        }
-        variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-        required = [name for name, p in accepted.items() if p.default is _NO_DEFAULT and p.kind not in variadic]
-        missing = [name for name in required if name not in self.accepted]
+        self.passed = [name for name in arguments.parameters if name in accepted]
+        required = [
+            name
+            for name, p in accepted.items()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        ]
+        missing = [name for name in required if name not in self.passed]
         if missing:
             raise TypeError(f"{cls.__name__} requires {missing}, which a table of {list(arguments.parameters)} lacks")
 
     def __call__(self, *args, **kwargs) -> nn.Module:
         given = self.arguments.bind(*args, **kwargs)
         given.apply_defaults()
-        passed = {}
-        for name, own in self.accepted.items():
-            value = own if given.arguments[name] is _OWN else given.arguments[name]
-            if value is not _NO_DEFAULT:
-                passed[name] = value
-        return self.cls(**passed)
+        return self.cls(**{name: given.arguments[name] for name in self.passed if given.arguments[name] is not _OWN})
 
     def __repr__(self) -> str:
         return f"entry({self.cls.__module__}.{self.cls.__qualname__})"
