@@ -8,23 +8,31 @@ from pathlib import Path
 import pytest
 import torch
 
+from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import load_fixture
 from cs336_basics.staff.cases import CASES, CONFUSERS
 from cs336_basics.staff.graded_behaviours import (
+    DTYPE_TESTS,
     GRADED,
     SHARED_FILES,
     SHARED_GRADED,
     SHARED_UNGRADED,
     TOOLING_FILES,
     UNGRADED,
+    forward_cases_in,
 )
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.testing import compare
 
 from .. import adapters
+from ..test_dtypes import KERNELS as DTYPE_ROWS
 
 TESTS = Path(__file__).resolve().parents[1]
 CONFIG = load_config()
+# test_dtypes.py's rows are named after their kernel's component, or start with it ("gelu_tanh");
+# its tests of them are graded by that component's forward cases in their dtypes
+DTYPE_COMPONENTS = {c for c in COMPONENTS for row in DTYPE_ROWS if row == c or row.startswith(f"{c}_")}
+SHARED = SHARED_GRADED | {test: forward_cases_in(DTYPE_COMPONENTS, dtypes) for test, dtypes in DTYPE_TESTS.items()}
 
 
 def functions_of(path: Path) -> set[str]:
@@ -74,14 +82,14 @@ def test_graded_behaviours_know_every_public_test_file():
 
 def test_graded_behaviours_cover_every_test_of_the_shared_files():
     every = set().union(*(functions_of(TESTS / f) for f in SHARED_FILES))
-    assert every - set(SHARED_GRADED) - set(SHARED_UNGRADED) == set(), "shared tests neither graded nor excused"
-    assert set(SHARED_GRADED) | set(SHARED_UNGRADED) <= every, "a listed shared test that does not exist"
+    assert every - set(SHARED) - set(SHARED_UNGRADED) == set(), "shared tests neither graded nor excused"
+    assert set(SHARED) | set(SHARED_UNGRADED) <= every, "a listed shared test that does not exist"
 
 
-@pytest.mark.parametrize("test", sorted(SHARED_GRADED))
+@pytest.mark.parametrize("test", sorted(SHARED))
 def test_graded_behaviours_name_graded_cases_of_each_component_a_shared_test_checks(test):
     by_component = {c.name: c.component for c in CASES}
-    for component, cases in SHARED_GRADED[test].items():
+    for component, cases in SHARED[test].items():
         assert cases, f"{test}: no graded case for {component}"
         assert {by_component.get(case) for case in cases} == {component}, f"{test}: {cases} are not {component}'s"
 
