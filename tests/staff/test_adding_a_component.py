@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from cs336_basics import COMPONENTS, REPO
+from cs336_basics import COMPONENTS, POINTS, REPO
 from cs336_basics.builtin_guard import BANNED, banned_for
 from cs336_basics.staff.cases import CASES, MISTAKES
 from cs336_basics.staff.grader.config import load_config
@@ -27,10 +27,14 @@ def test_adding_a_component_a_component_without_a_banned_entry_is_still_guarded(
     assert banned_for("a_component_not_listed") == BANNED["rope"] != frozenset()
 
 
-def test_adding_a_component_grading_toml_grades_exactly_the_components_in_their_order():
+def test_adding_a_component_every_component_has_positive_integer_points():
+    bad = {c: p for c, p in POINTS.items() if type(p) is not int or p <= 0}
+    assert bad == {}, "cs336_basics/__init__.py: each component's points, a positive integer"
+
+
+def test_adding_a_component_the_grader_grades_every_component_in_build_order():
     config = load_config()
-    assert sorted(config.points) == sorted(COMPONENTS)
-    assert tuple(config.components) == COMPONENTS
+    assert config.points == POINTS and tuple(config.components) == COMPONENTS
 
 
 @pytest.mark.parametrize("component", COMPONENTS)

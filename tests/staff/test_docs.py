@@ -6,12 +6,11 @@ in silence. Each failure says what to write instead."""
 import contextlib
 import io
 import re
-import tomllib
 from fnmatch import fnmatch
 
 import pytest
 
-from cs336_basics import COMPONENTS, REPO, cli, submit
+from cs336_basics import COMPONENTS, POINTS, REPO, cli, submit
 from cs336_basics.staff import handout as H
 from cs336_basics.staff.cases import MISTAKES
 from cs336_basics.staff.commands import add_commands
@@ -22,10 +21,6 @@ STAFF_README = REPO / "tests" / "staff" / "README.md"
 DOCS = sorted((REPO / "docs").glob("*.md"))  # the staff's pages the README links
 STAFF_DOCS = [README, STAFF_README, *DOCS]
 HOSTILE = REPO / "tests" / "staff" / "hostile"
-
-
-def _points() -> int:
-    return sum(tomllib.loads((REPO / "cs336_basics/staff/grading.toml").read_text())["points"].values())
 
 
 def _commands(staff: bool) -> set[str]:
@@ -44,11 +39,11 @@ def _section(text: str, heading: str) -> str:
 
 
 def test_docs_full_marks_are_the_points_total():
-    total = _points()
+    total = sum(POINTS.values())
     for doc in (HANDOUT_README, *STAFF_DOCS):
         scores = {int(a) for a, b in re.findall(r"\b(\d+)/(\d+)\b", doc.read_text()) if a == b and int(a) >= 100}
         assert scores <= {total}, (
-            f"{doc.relative_to(REPO)} gives full marks as {sorted(scores)}; grading.toml totals {total}"
+            f"{doc.relative_to(REPO)} gives full marks as {sorted(scores)}; cs336_basics.POINTS totals {total}"
         )
 
 

@@ -385,10 +385,9 @@ def test_grader_workers_die_with_a_killed_grader(tmp, scratch):
     sample = tmp / "hangs_everywhere" if (tmp / "hangs_everywhere").exists() else hostile(tmp, "hangs_everywhere")
     assert not _leftovers(scratch)["processes"]
     # only a worker that may start processes (the tensor-parallel one) can start the sleeper
-    config = tmp / "parallel_only.toml"
-    config.write_text("[points]\n" + "".join(f"{c} = 1\n" for c in sorted(CONFIG.starts_processes)))
+    only = [arg for c in sorted(CONFIG.starts_processes) for arg in ("-k", c)]
     grader = subprocess.Popen(
-        [sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(sample), "--config", str(config)]
+        [sys.executable, "-m", "cs336_basics.staff.cli", "grade", str(sample), *only]
         + ["--results", str(tmp / "killed.json")],
         cwd=REPO,
         env=dict(os.environ, TMPDIR=str(scratch)),

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from cs336_basics import POINTS
 from cs336_basics.staff.grader import preflight, runner
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import GradeReport, grade
@@ -152,6 +153,24 @@ def test_hostile_reference_scores_full_marks_and_is_not_flagged(graded):
     report = graded["reference"]
     assert report.score == report.max_score, describe(report)
     assert not report.review, describe(report)
+
+
+def test_hostile_submission_s_points_change_no_score(tmp_path):
+    """raises_points: a submission that raises every component's points (its __init__.py, and in
+    place in the worker) earns silu's points out of silu's points, those of the grader's own copy
+    of the package, in the report and in results.json."""
+    if sys.platform != "linux" or preflight.missing():
+        pytest.skip(f"the hostile samples are graded in the full sandbox only: missing {preflight.missing()}")
+    runner.start_forkserver()
+    sample = build("raises_points", build_reference(tmp_path), tmp_path)
+    assert '"bonus": 1000' in (sample / "cs336_basics" / "__init__.py").read_text()
+    report = grade_one(sample, "silu")
+    assert report.points == {"silu": POINTS["silu"]} and POINTS["silu"] < 1000
+    assert report.score == report.max_score == POINTS["silu"], describe(report)
+    data = to_gradescope(report)
+    graded = [t for t in data["tests"] if t["max_score"] > 0]
+    assert {t["name"].split(":")[0] for t in graded} == {"silu"}, [t["name"] for t in graded]
+    assert data["score"] == sum(t["max_score"] for t in data["tests"]) == POINTS["silu"]
 
 
 def test_hostile_static_check_flags_nothing_in_the_reference_or_the_handout(tmp_path):

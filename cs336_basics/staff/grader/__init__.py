@@ -1,7 +1,7 @@
 """The grader (staff only): `cs336 grade`, `cs336 grade-all`, `cs336 autograder`, `cs336 similarity`.
 
 cli.py           the subcommands
-config.py        grading.toml: points per component, limits
+config.py        the points (cs336_basics.POINTS, the grader's copy) and grading.toml's limits
 cases.py         the graded cases (public and hidden) of the registry, with their fixtures' tolerances
 grade.py         grade one submission: prepare, run, compare (in the grader), score
 fixtures.py      fixtures read in the grader's process, and the flag that it has read expected values

@@ -5,9 +5,13 @@ from pathlib import Path
 
 
 def _config(args):
+    """The config of --config (default grading.toml), grading only the components of -k if given."""
+    from dataclasses import replace
+
     from cs336_basics.staff.grader.config import DEFAULT_CONFIG, load_config
 
-    return load_config(Path(args.config) if args.config else DEFAULT_CONFIG)
+    config = load_config(Path(args.config) if args.config else DEFAULT_CONFIG)
+    return replace(config, points={c: config.points[c] for c in args.k}) if args.k else config
 
 
 def _refuse_without_sandbox(args) -> int | None:
@@ -108,10 +112,18 @@ def _autograder(args) -> int:
 def add_commands(commands) -> None:
     import argparse
 
+    from cs336_basics import COMPONENTS
     from cs336_basics.cli_types import input_dir, input_file, input_path, positive_int
 
     common = argparse.ArgumentParser(add_help=False)  # the options grade and grade-all share
-    common.add_argument("--config", type=input_file, help="grading config (default: cs336_basics/staff/grading.toml)")
+    common.add_argument("--config", type=input_file, help="grader limits (default: cs336_basics/staff/grading.toml)")
+    common.add_argument(
+        "-k",
+        action="append",
+        choices=COMPONENTS,
+        metavar="COMPONENT",
+        help="grade only this component, with its points (repeatable; default: all)",
+    )
     common.add_argument(
         "--allow-unsandboxed",
         action="store_true",

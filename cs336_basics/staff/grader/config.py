@@ -1,11 +1,12 @@
-"""The grading config, read from cs336_basics/staff/grading.toml: points per component and the
-limits a worker runs under. Components run in COMPONENTS order (cs336_basics/__init__.py)."""
+"""The grading config: each component's points, from cs336_basics.POINTS (the grader's own copy
+of the package: a submission's is never imported here), and the limits a worker runs under, read
+from cs336_basics/staff/grading.toml. Components run in COMPONENTS order."""
 
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cs336_basics import COMPONENTS, REPO
+from cs336_basics import COMPONENTS, POINTS, REPO
 
 DEFAULT_CONFIG = REPO / "cs336_basics" / "staff" / "grading.toml"
 
@@ -39,7 +40,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class GradingConfig:
-    points: dict[str, int | float]  # component -> points
+    points: dict[str, int | float]  # component -> points: POINTS, or some of its entries (cs336 grade -k)
     limits: Limits
     # False runs workers without the sandbox (no user switch, no namespaces, no hidden paths).
     # Only for tests that show a cheat would work without it; the command line never sets it.
@@ -51,8 +52,8 @@ class GradingConfig:
 
     @property
     def components(self) -> list[str]:
-        """The graded components in running order: COMPONENTS', then any a course added."""
-        return [c for c in COMPONENTS if c in self.points] + [c for c in self.points if c not in COMPONENTS]
+        """The graded components, in COMPONENTS order (the running order)."""
+        return [c for c in COMPONENTS if c in self.points]
 
     @property
     def max_score(self) -> float:
@@ -60,19 +61,16 @@ class GradingConfig:
 
 
 def load_config(path: Path = DEFAULT_CONFIG) -> GradingConfig:
-    """Read a grading config; unknown keys and non-positive points raise ValueError."""
+    """Every component with its points (POINTS) and the limits of a grading config; a section
+    other than [limits] raises ValueError."""
     data = tomllib.loads(Path(path).read_text())
-    unknown = set(data) - {"points", "limits"}
+    unknown = set(data) - {"limits"}
     if unknown:
-        raise ValueError(f"{path}: unknown sections {sorted(unknown)}; expected [points] and [limits]")
-    points = data.get("points", {})
-    if not points:
-        raise ValueError(f"{path}: [points] must list at least one component")
-    for name, value in points.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{path}: points.{name} must be a positive number, got {value!r}")
-    limits = _limits(path, data.get("limits", {}))
-    return GradingConfig(points=dict(points), limits=limits)
+        raise ValueError(
+            f"{path}: unknown sections {sorted(unknown)}; expected [limits] only "
+            "(the points are cs336_basics.POINTS, in cs336_basics/__init__.py)"
+        )
+    return GradingConfig(points=dict(POINTS), limits=_limits(path, data.get("limits", {})))
 
 
 def _limits(path: Path, given: dict) -> Limits:

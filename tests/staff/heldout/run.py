@@ -34,6 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))  # the repository: cs336_basics.staff.public_tests
 
+from cs336_basics import POINTS  # noqa: E402
 from cs336_basics.staff.public_tests import make_copy, nodeid, quiet_env, repo_python, test_files  # noqa: E402
 
 MESSAGE_LINES = 40
@@ -145,26 +146,15 @@ def run_public(repo: Path, copy: Path, component: str, timeout: float, files: li
     return {"status": status, "seconds": round(time.time() - start, 1), "summary": summary, "first_failure": failure}
 
 
-def _toml_table(name: str, table: dict) -> str:
-    """[name] with its scalar keys, then each sub-table as [name.key] (grading.toml's shapes)."""
-    scalars = "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items() if not isinstance(v, dict))
-    subtables = "".join(_toml_table(f"{name}.{k}", v) for k, v in table.items() if isinstance(v, dict))
-    return f"[{name}]\n{scalars}\n{subtables}"
-
-
 def run_grade(repo: Path, copy: Path, component: str, timeout: float) -> dict:
-    """`cs336 grade` of the copy's package for this one component (a config holding only its points).
+    """`cs336 grade -k component` of the copy's package (that component alone, with its points).
     The copy's staff/ folder is removed first: a student's package has none (the handout leaves it
     out), and the grader's source rule checks a submission's staff/ folder, so keeping it would
     score every component 0."""
     shutil.rmtree(copy / "cs336_basics" / "staff", ignore_errors=True)
-    config = tomllib.loads((repo / "cs336_basics" / "staff" / "grading.toml").read_text())
-    points = config["points"][component]
-    cfg = copy / "grade.toml"
-    cfg.write_text(f"[points]\n{component} = {points}\n\n" + _toml_table("limits", config.get("limits", {})))
     results = copy / "results.json"
     staff_cli = "import sys; from cs336_basics.staff.cli import main; sys.argv[0] = 'cs336'; sys.exit(main())"
-    cmd = ["nice", "-n", "10", repo_python(repo), "-c", staff_cli, "grade", "--config", str(cfg)]
+    cmd = ["nice", "-n", "10", repo_python(repo), "-c", staff_cli, "grade", "-k", component]
     cmd += ["--allow-unsandboxed", "--results", str(results), str(copy)]
     try:
         proc = subprocess.run(cmd, cwd=repo, env=quiet_env(), capture_output=True, text=True, timeout=timeout)
@@ -173,7 +163,7 @@ def run_grade(repo: Path, copy: Path, component: str, timeout: float) -> dict:
     if not results.exists():
         return {"grade": "error", "grade_output": (proc.stdout + proc.stderr)[-2000:]}
     data = json.loads(results.read_text())
-    return {"score": data.get("score"), "max_score": float(points)}
+    return {"score": data.get("score"), "max_score": float(POINTS[component])}
 
 
 def measure(repo: Path, m: Mistake | None, component: str, args, files: list[str] | None, public: bool) -> dict:
