@@ -109,13 +109,14 @@ def _autograder(args) -> int:
     return 0
 
 
-def add_commands(commands) -> None:
+def _common_options():
+    """The options grade and grade-all share, as a parent parser."""
     import argparse
 
     from cs336_basics import COMPONENTS
-    from cs336_basics.cli_types import input_dir, input_file, input_path, positive_int
+    from cs336_basics.cli_types import input_file
 
-    common = argparse.ArgumentParser(add_help=False)  # the options grade and grade-all share
+    common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", type=input_file, help="grader limits (default: cs336_basics/staff/grading.toml)")
     common.add_argument(
         "-k",
@@ -136,7 +137,13 @@ def add_commands(commands) -> None:
         help="refuse to grade below this isolation level: full (namespaces, cgroup, ...), container "
         "(root without CAP_SYS_ADMIN: a user id per worker and seccomp), none (default: %(default)s)",
     )
+    return common
 
+
+def add_commands(commands) -> None:
+    from cs336_basics.cli_types import input_dir, input_path, positive_int
+
+    common = _common_options()
     p = commands.add_parser(
         "grade", parents=[common], help="(staff) grade one submission (a handout directory or a zip of one)"
     )
