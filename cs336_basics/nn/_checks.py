@@ -4,7 +4,9 @@ Each raises ValueError or TypeError whose message names the argument, what was
 expected and what was given, so a mistake surfaces at the call site rather than
 as a bare traceback from deep inside torch. The checks of one kernel are one
 function named after it (`linear(x, weight, bias)` checks `functional.linear`'s
-arguments), built from the named checks above them.
+arguments), built from the named checks above them. A kernel whose jaxtyping
+annotations state everything its arguments need (tensor kinds and shapes) is checked by
+`annotations(kernel, *args)` instead, which reads them.
 
 A caller that has checked its own arguments once may run the kernels it calls inside
 `checked_once()`: their checks then pass without looking (a model's forward checks its inputs,
@@ -12,10 +14,14 @@ and every layer gets tensors the model built from them).
 """
 
 import functools
+import inspect
+import types
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+import jaxtyping
 import torch
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
@@ -137,6 +143,73 @@ def kernel_check(check: Callable[..., None]) -> Callable[..., None]:
             check(*args)
 
     return guarded
+
+
+# --- What a kernel's annotations state ------------------------------------------------------
+
+
+@functools.cache
+def _annotated_arguments(fn: Callable) -> tuple[tuple[int, str, str, tuple[str, ...], object], ...]:
+    """(position, argument, kind, dims, default) for each argument of fn annotated Float[Tensor, ...],
+    Int[...] or Bool[...] (jaxtyping), in signature order: kind "float32", "int64" or "bool", dims
+    the annotation's words, default None where the annotation allows None (else a missing marker)."""
+    hints = typing.get_type_hints(fn)
+    found = []
+    for position, (name, parameter) in enumerate(inspect.signature(fn).parameters.items()):
+        hint = hints.get(name)
+        options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        arrays = [h for h in options if isinstance(h, type) and issubclass(h, jaxtyping.AbstractArray)]
+        if arrays:
+            kind = next(k for k in ("float32", "int64", "bool") if k in arrays[0].dtypes)
+            default = parameter.default if type(None) in options else inspect.Parameter.empty
+            found.append((position, name, kind, tuple(arrays[0].dim_str.split()), default))
+    return tuple(found)
+
+
+def _shown(word: str, sizes: dict[str, tuple[int, str]]) -> str:
+    """An annotation word in a message: a named dimension with the size it has so far."""
+    dim = word.lstrip("#")
+    return f"{dim}={sizes[dim][0]}" if dim in sizes else word
+
+
+def _check_dims(name: str, tensor: torch.Tensor, dims: tuple[str, ...], sizes: dict[str, tuple[int, str]]) -> None:
+    """tensor's shape against annotation words ("...", "*batch", "d_model", "#b", "1"), right-aligned
+    after a leading variadic word; each named size is the one the first argument naming it had."""
+    fixed = [d for d in dims if d != "..." and not d.startswith("*")]
+    variadic = len(fixed) < len(dims)
+    shape = tuple(tensor.shape)
+    expected = ", ".join(_shown(d, sizes) for d in dims) + ("," if len(dims) == 1 else "")
+    if len(shape) < len(fixed) or (not variadic and len(shape) != len(fixed)):
+        raise ValueError(f"{name} must have shape ({expected}), got {shape}")
+    for word, size in zip(fixed, shape[len(shape) - len(fixed) :], strict=True):
+        dim = word.lstrip("#")
+        if dim.isdigit() and size != int(dim):
+            raise ValueError(f"{name} must have shape ({expected}), got {shape}")
+        if not dim.isdigit():
+            first, source = sizes.setdefault(dim, (size, name))
+            if size != first and not (word.startswith("#") and size == 1):
+                raise ValueError(f"{name} must have {dim}={first} as {source} has, got shape {shape}")
+
+
+@kernel_check
+def annotations(fn: Callable, *args) -> None:
+    """fn's arguments (given by position) against what its jaxtyping annotations state: each
+    annotated argument a tensor of its kind (Float: a floating dtype, Int: an index dtype), None
+    only where annotated `| None`, of the annotated rank and sizes, a named dimension one size in
+    every argument. The whole check of a kernel whose annotations state everything it needs; what
+    they cannot state (eps > 0, a dim in range) is a function below named after the kernel."""
+    sizes: dict[str, tuple[int, str]] = {}
+    for position, name, kind, dims, default in _annotated_arguments(fn):
+        value = args[position] if position < len(args) else default
+        if value is None and default is None:
+            continue
+        if kind == "float32":
+            check_float(name, value)
+        elif kind == "int64":
+            check_index_tensor(name, value)
+        elif not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
+            raise TypeError(f"{name} must be a torch.bool tensor, got {getattr(value, 'dtype', type(value).__name__)}")
+        _check_dims(name, value, dims, sizes)
 
 
 # --- One check per kernel of cs336_basics.nn.functional, in the order of that file -----------
