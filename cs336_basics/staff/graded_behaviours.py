@@ -3,7 +3,7 @@ graded cases that check the same behaviour}} (public cases are graded on fresh d
 ones on their stored inputs). Each area module of staff/cases/ declares its components' GRADED
 and UNGRADED beside their cases; this module collects them and adds the public test files that
 serve several components (SHARED_*). tests/staff/test_graded_behaviours.py fails when a public
-test of a component (every component of grading.toml) is in neither GRADED nor UNGRADED, or names
+test of a component (every component of POINTS) is in neither GRADED nor UNGRADED, or names
 a case that does not exist. A component's public tests are those of tests/test_<component>.py and
 tests/test_<component>_*.py (its ladder; parallel's adapters, heads and layers).
 

@@ -139,5 +139,4 @@ def test_module_tables_are_complete_whatever_is_imported_first(first):
     code = f"import {first}; from cs336_basics.nn.modules import registry; print(list(registry.NORMS), list(registry.FFNS))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == f"{list(registry.NORMS)} {list(registry.FFNS)}"
-    assert list(registry.NORMS) == ["layernorm", "rmsnorm"] and list(registry.FFNS) == ["positionwise", "swiglu"]
     assert not [m for m in imported_modules(Path(registry.__file__)) if m.startswith("cs336_basics")]
