@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from cs336_basics import COMPONENTS
 from cs336_basics.fixture_io import load_fixture
 from cs336_basics.staff.cases import CASES, EXACT, HEADROOM, VARIANTS
 from cs336_basics.staff.grader import fresh
@@ -89,10 +90,11 @@ def graded_floor(ours: float, builtin: float) -> float:
     return max(ours, builtin if builtin != float("inf") else 0.0)  # inf: the built-in defines it otherwise
 
 
-def graded() -> None:
+def graded(components=COMPONENTS) -> None:
     print(f"{'case':32s} {'dtype':9s} {'ours':>9s} {'built-in':>9s} {'floor':>9s} {'declared':>9s}")
-    measured = measure_graded(draws=fresh.DRAWS)
-    for case in CASES:
+    cases = [c for c in CASES if c.component in components]
+    measured = measure_graded(cases, draws=fresh.DRAWS)
+    for case in cases:
         ours, builtin = measured[case.name]
         dtype = str(case.dtype).removeprefix("torch.")
         declared = "exact" if case.floor is None else f"{case.floor:.2e}"
@@ -145,10 +147,14 @@ def ungraded(modules: tuple[str, ...] = MEASURED_BY) -> None:
         print(f"{name:32s} {dtype:9s} {shown[0]:>11s} {shown[1]:>10s} {floor.value:9.2e}  {note}")
 
 
-def measure(graded: bool = True, ungraded: bool = True, modules: tuple[str, ...] = MEASURED_BY) -> dict:
-    """This process's measurements: {"graded": {case: [ours, built-in]}, "ungraded": {FLOORS name: floor}}."""
+def measure(
+    graded: bool = True, ungraded: bool = True, modules: tuple[str, ...] = MEASURED_BY, components=COMPONENTS
+) -> dict:
+    """This process's measurements: {"graded": {case: [ours, built-in]} of the components' cases,
+    "ungraded": {FLOORS name: floor}}."""
+    cases = [c for c in CASES if c.component in components]
     return {
-        "graded": {k: list(v) for k, v in measure_graded(draws=fresh.DRAWS).items()} if graded else {},
+        "graded": {k: list(v) for k, v in measure_graded(cases, draws=fresh.DRAWS).items()} if graded else {},
         "ungraded": measure_ungraded(modules=modules) if ungraded else {},
     }
 
@@ -295,6 +301,7 @@ def merged_record(recorded: dict, matrix: dict[str, dict], here: dict[str, str])
 
 LOAD_HELP = "print what --save wrote; of several files, each comparison from the last one that measured it"
 MODULES_HELP = "with --ungraded: only these of MEASURED_BY (a partial re-measure, merged by --load or --merge)"
+COMPONENTS_HELP = "with --graded: only these components' cases (a partial re-measure, merged by --load or --merge)"
 MERGE_HELP = f"with --record: replace or add in {RECORD.name} only the comparisons measured, keep the rest"
 
 
@@ -311,16 +318,18 @@ def main() -> None:
     parser.add_argument("--record", action="store_true", help=f"with --matrix or --load: write {RECORD.name}")
     parser.add_argument("--merge", action="store_true", help=MERGE_HELP)
     parser.add_argument("--modules", nargs="+", choices=MEASURED_BY, metavar="MODULE", help=MODULES_HELP)
+    parser.add_argument("--components", nargs="+", choices=COMPONENTS, metavar="COMPONENT", help=COMPONENTS_HELP)
     args = parser.parse_args()
-    if args.modules and not args.ungraded:
-        parser.error("--modules needs --ungraded")
+    if args.modules and not args.ungraded or args.components and not args.graded:
+        parser.error("--modules needs --ungraded, --components --graded")
     if args.merge and not args.record:
         parser.error("--merge needs --record")
     code_paths.mkldnn_switch()
-    modules = tuple(args.modules or MEASURED_BY)
-    kinds = ["--graded"] if args.graded else ["--ungraded", "--modules", *modules] if args.ungraded else []
+    modules, components = tuple(args.modules or MEASURED_BY), tuple(args.components or COMPONENTS)
+    kinds = ["--graded", "--components", *components] if args.graded else []
+    kinds += ["--ungraded", "--modules", *modules] if args.ungraded else []
     if args.json:
-        args.json.write_text(json.dumps(measure(not args.ungraded, not args.graded, modules)))
+        args.json.write_text(json.dumps(measure(not args.ungraded, not args.graded, modules, components)))
     elif args.matrix or args.load:
         matrix = loaded(args.load) if args.load else measure_matrix(code_paths.matrix(), kinds)
         if args.save:
@@ -338,7 +347,7 @@ def main() -> None:
         print_matrix(matrix)
     else:
         if not args.ungraded:
-            graded()
+            graded(components)
         if not args.graded:
             ungraded(modules)
 

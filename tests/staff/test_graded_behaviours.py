@@ -14,18 +14,21 @@ from cs336_basics.staff.cases import CASES, CONFUSERS
 from cs336_basics.staff.graded_behaviours import (
     DTYPE_TESTS,
     GRADED,
+    MODULE_TEST,
     SHARED_FILES,
     SHARED_GRADED,
     SHARED_UNGRADED,
     TOOLING_FILES,
     UNGRADED,
     forward_cases_in,
+    init_cases_of,
 )
 from cs336_basics.staff.grader.config import load_config
 from cs336_basics.testing import compare
 
 from .. import adapters
 from ..test_dtypes import KERNELS as DTYPE_ROWS
+from ..test_module_dtypes import MODULES
 
 TESTS = Path(__file__).resolve().parents[1]
 CONFIG = load_config()
@@ -33,6 +36,8 @@ CONFIG = load_config()
 # its tests of them are graded by that component's forward cases in their dtypes
 DTYPE_COMPONENTS = {c for c in COMPONENTS for row in DTYPE_ROWS if row == c or row.startswith(f"{c}_")}
 SHARED = SHARED_GRADED | {test: forward_cases_in(DTYPE_COMPONENTS, dtypes) for test, dtypes in DTYPE_TESTS.items()}
+# test_module_dtypes.py's modules are named after their component's file
+SHARED[MODULE_TEST] = init_cases_of(set(MODULES) & set(COMPONENTS))
 
 
 def functions_of(path: Path) -> set[str]:

@@ -86,7 +86,7 @@ RUNS_ONLY = {
     "run_top_p_filter": ("generate",),
     "run_next_token_distribution": ("generate", "softmax"),
     "run_sample_next_token": ("generate", "softmax"),
-    **{f"run_{c}_init_checks": () for c in ("linear", "embedding", "rmsnorm", "layernorm")},
+    **{c.adapter: () for c in CASES if c.adapter.endswith("_init_checks")},
 }
 # The tensor-parallel cases each run their ranks in processes of their own: a rank that ends or
 # runs out of memory fails its case only, where it ends the worker of any other component.

@@ -1,8 +1,8 @@
 """Staff only: the norm and FFN tables (cs336_basics/nn/modules/registry.py) are the one list of
 names, filled by the module files' decorators. Every entry builds a module of the stated shape
 from the arguments its class accepts; FFNBlockConfig, TransformerBlock, TransformerLM and the
-parameter count take exactly the tables' names; a kind entered by its decorator alone (DyT below)
-reaches every norm of a language model and its parameter count."""
+parameter count take exactly the tables' names; a kind entered by its decorator alone (a stand-in
+for DyT below) reaches every norm of a language model and its parameter count."""
 
 import re
 import subprocess
@@ -73,7 +73,7 @@ def test_module_tables_norm_type_reaches_every_norm_of_the_model_and_keeps_its_k
     assert list(model.state_dict()) == list(TransformerLM(TransformerLMConfig(50, 8, 16, 2, 2, 32)).state_dict())
 
 
-class DyT(nn.Module):
+class StandInDyT(nn.Module):
     """weight * tanh(alpha x) + bias, a norm-free layer (Zhu et al. 2025, "Transformers without
     Normalization"); alpha starts at 0.5 as in its code."""
 
@@ -88,20 +88,21 @@ class DyT(nn.Module):
 
 
 @pytest.fixture
-def dyt():
-    """DyT entered in the norm table by the decorator a module file puts above its class, for one test."""
-    registry.norm("dyt")(DyT)
-    yield DyT
-    del registry.NORMS["dyt"]
+def stand_in():
+    """A DyT entered in the norm table by the decorator a module file puts above its class, for one
+    test, under a name no component of the package takes."""
+    registry.norm("stand_in_dyt")(StandInDyT)
+    yield StandInDyT
+    del registry.NORMS["stand_in_dyt"]
 
 
-def test_module_tables_a_norm_entered_by_its_decorator_alone_reaches_every_norm_and_the_count(dyt):
-    config = TransformerLMConfig(50, 8, 16, 2, 2, 32, norm_type="dyt")
+def test_module_tables_a_norm_entered_by_its_decorator_alone_reaches_every_norm_and_the_count(stand_in):
+    config = TransformerLMConfig(50, 8, 16, 2, 2, 32, norm_type="stand_in_dyt")
     model = TransformerLM(config)
-    assert len(_norms(model)) == 5 and all(isinstance(m, DyT) for m in _norms(model))
+    assert len(_norms(model)) == 5 and all(isinstance(m, StandInDyT) for m in _norms(model))
     assert parameter_count(config) == sum(p.numel() for p in model.parameters())
-    block = FFNBlock(FFNBlockConfig(16, 32, norm="dyt"))
-    assert isinstance(block.ln2, DyT)
+    block = FFNBlock(FFNBlockConfig(16, 32, norm="stand_in_dyt"))
+    assert isinstance(block.ln2, StandInDyT)
     x = torch.randn(2, 3, 16)
     assert torch.allclose(block(x), x + block.ffn(torch.tanh(0.5 * x)))
 
