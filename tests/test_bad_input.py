@@ -7,7 +7,6 @@ jaxtyping's import hook), so it tests the package's own messages, what a user se
 
 import re
 
-import jaxtyping
 import numpy as np
 import pytest
 import torch
@@ -493,13 +492,6 @@ CASES = [
         r"iteration must be an integer >= 0, got -1",
     ),
 ]
-
-
-@pytest.fixture
-def without_jaxtyping():
-    jaxtyping.config.update("jaxtyping_disable", True)
-    yield
-    jaxtyping.config.update("jaxtyping_disable", False)
 
 
 @pytest.mark.parametrize("call, error, message", [c[1:] for c in CASES], ids=[c[0] for c in CASES])

@@ -10,7 +10,7 @@ tests/test_<component>_*.py (its ladder; parallel's adapters, heads and layers).
 Every case loads its weights by the names the adapters use, strictly, so a module whose
 parameters have other names or shapes fails every graded case of its component."""
 
-from cs336_basics.staff.cases import AREAS
+from cs336_basics.staff.cases import AREAS, CASES
 
 GRADED: dict[str, dict[str, tuple[str, ...]]] = {c: tests for area in AREAS for c, tests in area.GRADED.items()}
 # Public tests that check given code or the test machinery, not the student's: {test: why}.
@@ -46,7 +46,6 @@ DTYPE_TESTS = {
 
 def forward_cases_in(components: set[str], dtypes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """Per component, its forward cases in these dtypes ("bfloat16", "float16", "float64")."""
-    from cs336_basics.staff.cases import CASES
 
     def chosen(case) -> bool:
         return str(case.dtype).removeprefix("torch.") in dtypes and not case.adapter.endswith("_backward")
@@ -61,8 +60,6 @@ MODULE_TEST = "test_module_parameters_take_the_given_dtype_and_device"
 
 def init_cases_of(components: set[str]) -> dict[str, tuple[str, ...]]:
     """Per component that has initialisation-check cases, their names."""
-    from cs336_basics.staff.cases import CASES
-
     found = {
         c: tuple(k.name for k in CASES if k.component == c and k.adapter.endswith("_init_checks")) for c in components
     }

@@ -2,7 +2,6 @@
 it accepts what every annotated kernel is given in the public suite, and rejects, naming the
 argument, the expected and the given, each thing an annotation states."""
 
-import jaxtyping
 import pytest
 import torch
 from jaxtyping import Bool, Float, Int
@@ -35,14 +34,6 @@ def lookup(ids: Int[Tensor, "*batch seq"], mask: Bool[Tensor, "seq seq"]) -> Non
 
 
 X, ALPHA, W = torch.randn(2, 3, 4), torch.ones(1), torch.ones(4)
-
-
-@pytest.fixture
-def without_jaxtyping():
-    """The package's own messages, not jaxtyping's import hook's (the staff suite runs under it)."""
-    jaxtyping.config.update("jaxtyping_disable", True)
-    yield
-    jaxtyping.config.update("jaxtyping_disable", False)
 
 
 def test_annotation_checks_accept_any_leading_dimensions_and_an_absent_optional_argument():
