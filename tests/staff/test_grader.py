@@ -39,17 +39,15 @@ from cs336_basics.staff.grader.sandbox import SYSTEM_DIRS
 from cs336_basics.staff.grader.submission import SubmissionError, copy_package, extract_zip, find_package
 from cs336_basics.staff.handout import build_handout, restore_solutions
 from tests.staff._hostile import build, without_source_rule
+from tests.staff._limits import quick_limits
 
 CONFIG = load_config()
 POINTS = CONFIG.points
-# Limits count CPU seconds (the worker's cgroup, its processes included), so load does not change
-# them; 8 s per component is several times what the reference uses (grading.toml states it) and
-# keeps the infinite loop's cost down.
-# The wall-clock budget for the whole grading (Gradescope's timeout) is lifted here: a test of it sets its own.
-# softmax's limit of its own: the infinite loop there stops at it (Limits.cpu_s_for)
-TEST_CONFIG = replace(
-    CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, cpu_s_for=(("softmax", 6),), startup_s=8, total_s=3600)
-)
+# Limits count CPU seconds (the worker's cgroup, its processes included); 8 s per component keeps
+# the infinite loop's cost down (tests/staff/_limits.py). softmax's limit of its own: the infinite
+# loop there stops at it (Limits.cpu_s_for). The wall-clock budget for the whole grading
+# (Gradescope's timeout) is lifted here: a test of it sets its own.
+TEST_CONFIG = replace(CONFIG, limits=quick_limits(CONFIG, 8, own=(("softmax", 6),), startup_s=8, total_s=3600))
 # For the samples that test the sandbox's limits on processes (fork bombs, spinners, lingering and
 # double-forked processes, a gloo group): their components run as the tensor-parallel one does, in
 # a worker of their own that may start processes; every other worker refuses to (seccomp).

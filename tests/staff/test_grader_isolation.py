@@ -32,12 +32,12 @@ from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.handout import build_handout, restore_solutions
 from tests.staff import container
 from tests.staff._hostile import build, without_source_rule
+from tests.staff._limits import quick_limits
 
 pytestmark = pytest.mark.slow  # second tier: gradings in containers, cgroups and a fake Gradescope
 
 CONFIG = load_config()
-# CPU seconds: the reference's slowest component uses 1.4 (the parallel hidden cases, ranks included)
-TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=8, startup_s=8))
+TEST_CONFIG = replace(CONFIG, limits=quick_limits(CONFIG, 8, startup_s=8))
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
 

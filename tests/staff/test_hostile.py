@@ -39,12 +39,13 @@ from cs336_basics.staff.grader.report import to_gradescope
 from cs336_basics.staff.grader.static_check import check_package, findings_of
 from cs336_basics.staff.handout import build_handout, restore_solutions
 from tests.staff._hostile import SAMPLES_DIR, build, readme_field, sample_files
+from tests.staff._limits import quick_limits
 
 pytestmark = pytest.mark.slow  # second tier: every hostile sample graded in the sandbox
 
 CONFIG = load_config()
 # as tests/staff/test_grader.py: room for a loaded CI machine, little for a hang
-LIMITS = replace(CONFIG.limits, cpu_per_component_s=8, startup_s=30, total_s=3600)
+LIMITS = quick_limits(CONFIG, 8, startup_s=30, total_s=3600)
 
 
 # The samples graded here are those whose README declares `component:` and `expected:`; the

@@ -23,9 +23,10 @@ from cs336_basics.staff.grader.config import load_config
 from cs336_basics.staff.grader.grade import grade
 from cs336_basics.staff.grader.report import summary_table, to_gradescope
 from cs336_basics.staff.handout import build_handout, restore_solutions
+from tests.staff._limits import quick_limits
 
 CONFIG = load_config()
-TEST_CONFIG = replace(CONFIG, limits=replace(CONFIG.limits, cpu_per_component_s=10, startup_s=10))
+TEST_CONFIG = replace(CONFIG, limits=quick_limits(CONFIG, 10, startup_s=10))
 TOP = "assignment1-basics"  # students zip the folder itself
 VENV_FILES = 60_000
 BIG_FILE_MB = 256
