@@ -5,6 +5,7 @@ test (tests/test_smollm2.py) expects is what the reference and transformers both
 floor measured by measure_floors below."""
 
 import functools
+import gc
 
 import pytest
 import torch
@@ -49,6 +50,16 @@ def hf_model():
         return AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=SMOLLM2_FILE, dtype=torch.float32).eval()
     finally:
         tqdm.tqdm.monitor_interval = interval
+
+
+@pytest.fixture(scope="module", autouse=True)
+def release_models():
+    """The two models (a GB together) go when this file's tests end: every process a later test
+    forks would copy their page tables."""
+    yield
+    ours_model.cache_clear()
+    hf_model.cache_clear()
+    gc.collect()
 
 
 def logits(model, hf, reader, prompt: str) -> tuple[torch.Tensor, torch.Tensor]:
