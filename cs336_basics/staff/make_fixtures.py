@@ -71,19 +71,25 @@ def reached(case: Case, inputs: dict) -> set[tuple[int, str]]:
     return {(id(owner), attribute) for i, (owner, attribute) in enumerate(targets) if flags[i]}
 
 
-def fingerprints(case: Case, inputs: dict, expected: torch.Tensor) -> dict[str, Fingerprint]:
-    """For a public case, each catalogued mistake whose output on these inputs (in the case's
-    dtype) fails the case: its values at the PROBES elements where it is furthest from the
-    expected output, or, if its output has another shape, that shape (an empty index). Hidden
-    cases get none. A mistake that raises here is not fingerprinted. A fingerprint that another
-    known wrong implementation (a mistake or a confuser) with another output also matches is not
-    a name: it carries what the output shows (SHOWS + the mistake's `shows`), or is left out."""
+def wrong_outputs(case: Case, inputs: dict) -> dict[str, torch.Tensor]:
+    """{name: output} of each mistake and confuser the case reaches on these inputs and that
+    returns a tensor there; {} for a hidden case (it names no mistake). Each is run once: the
+    fingerprints and the drift check share them."""
     if case.hidden:
         return {}
     calls = reached(case, inputs)
     reachable = [m for m in (*MISTAKES, *CONFUSERS) if (id(m.owner), m.attribute) in calls]
     outputs = {m.name: mistake_output(case, m, inputs) for m in reachable}
-    outputs = {name: out for name, out in outputs.items() if isinstance(out, torch.Tensor)}
+    return {name: out for name, out in outputs.items() if isinstance(out, torch.Tensor)}
+
+
+def fingerprints(case: Case, outputs: dict[str, torch.Tensor], expected: torch.Tensor) -> dict[str, Fingerprint]:
+    """For a public case, each catalogued mistake whose output (`wrong_outputs`: in the case's
+    dtype) fails the case: its values at the PROBES elements where it is furthest from the
+    expected output, or, if its output has another shape, that shape (an empty index). Hidden
+    cases get none. A mistake that raises here is not fingerprinted. A fingerprint that another
+    known wrong implementation (a mistake or a confuser) with another output also matches is not
+    a name: it carries what the output shows (SHOWS + the mistake's `shows`), or is left out."""
     found = {}
     for mistake in MISTAKES:
         wrong = outputs.get(mistake.name)
@@ -128,10 +134,12 @@ def _shared(fp: Fingerprint, owner: str, outputs: dict, expected: torch.Tensor, 
     return False
 
 
-def generate(case: Case, inputs: dict | None = None) -> Fixture:
+def generate(case: Case, inputs: dict | None = None, outputs: dict[str, torch.Tensor] | None = None) -> Fixture:
     """The case's fixture: `inputs` (default: drawn from the seed), their float64 expected
-    output and the fingerprints of the mistakes that fail it."""
+    output and the fingerprints of the mistakes that fail it (`outputs`: their wrong_outputs on
+    these inputs, if already computed)."""
     inputs = draw(case) if inputs is None else inputs
+    outputs = wrong_outputs(case, inputs) if outputs is None else outputs
     expected = expected_output(case.adapter, inputs)
     return Fixture(
         case.name,
@@ -141,7 +149,7 @@ def generate(case: Case, inputs: dict | None = None) -> Fixture:
         expected,
         out_dtype=case.output_dtype,
         tol=case.tol,
-        mistakes=fingerprints(case, inputs, expected),
+        mistakes=fingerprints(case, outputs, expected),
     )
 
 
@@ -185,12 +193,13 @@ def _fails_marginally(case: Case, mistake, stored: Fixture) -> bool:
     return abs(err - case.tol) <= drift_bound(case)
 
 
-def fingerprint_drift(case: Case, stored: Fixture, fresh: Fixture) -> float:
+def fingerprint_drift(case: Case, stored: Fixture, fresh: Fixture, outputs: dict[str, torch.Tensor]) -> float:
     """Max scaled error (on the expected output's scale) between each stored fingerprint and the
     mistake's output recomputed at the same indices; inf if other mistakes fail the case now,
     unless each that came or went fails it marginally (_fails_marginally). Mistake outputs are
     computed in the case's dtype, so another CPU may round them otherwise: they are allowed the
-    case's tolerance, the precision that naming a mistake works to."""
+    case's tolerance, the precision that naming a mistake works to. `outputs`: the mistakes'
+    wrong_outputs on the stored inputs (fresh was made from them)."""
     by_name = {m.name: m for m in MISTAKES}
     came_or_went = stored.mistakes.keys() ^ fresh.mistakes.keys()
     if not all(name in by_name and _fails_marginally(case, by_name[name], stored) for name in came_or_went):
@@ -205,7 +214,7 @@ def fingerprint_drift(case: Case, stored: Fixture, fresh: Fixture) -> float:
             if fp.shape != fresh.mistakes[name].shape:
                 return float("inf")
             continue
-        wrong = mistake_output(case, by_name[name], stored.kwargs).detach().double().reshape(-1)[fp.index]
+        wrong = outputs[name].detach().double().reshape(-1)[fp.index]
         err = scaled_error(wrong, fp.value) if fp.value.numel() else torch.zeros(0)
         worst = max([worst, *err.tolist()])
     return worst
@@ -217,7 +226,8 @@ def problems(case: Case) -> list[str]:
         stored = load_fixture(case.name, case.directory)
     except FileNotFoundError:
         return [f"{case.name}: no file (run `uv run cs336 fixtures`)"]
-    fresh = generate(case, stored.kwargs)
+    outputs = wrong_outputs(case, stored.kwargs)
+    fresh = generate(case, stored.kwargs, outputs)
     found = []
     if _header(stored) != _header(fresh):
         found.append(f"{case.name}: metadata {_header(stored)} != {_header(fresh)} (run `uv run cs336 fixtures`)")
@@ -232,7 +242,7 @@ def problems(case: Case) -> list[str]:
             f"{case.name}: expected output moved by {drift:.2e} > {bound:.2e} "
             f"(HEADROOM {HEADROOM:g} x the case's floor) when recomputed from the stored inputs"
         )
-    moved = fingerprint_drift(case, stored, fresh)
+    moved = fingerprint_drift(case, stored, fresh, outputs)
     if not moved <= case.tol:
         found.append(
             f"{case.name}: mistake fingerprints {sorted(stored.mistakes)} -> {sorted(fresh.mistakes)}, "
@@ -261,11 +271,12 @@ def write_all(cases: list[Case] = CASES, redraw: set[str] = frozenset()) -> list
         if stored is None or case.name in redraw:
             written.append(save_fixture(generate(case), case.directory))
             continue
-        fresh = generate(case, stored.kwargs)
+        outputs = wrong_outputs(case, stored.kwargs)
+        fresh = generate(case, stored.kwargs, outputs)
         if (
             _header(stored) != _header(fresh)
             or not expected_drift(stored, fresh) <= drift_bound(case)
-            or not fingerprint_drift(case, stored, fresh) <= case.tol
+            or not fingerprint_drift(case, stored, fresh, outputs) <= case.tol
         ):
             written.append(save_fixture(fresh, case.directory))
     return written

@@ -68,6 +68,12 @@ def test_drift_check_reports_a_name_that_goes_where_its_mistake_fails_clearly(tm
     assert any("mistake fingerprints" in p for p in make_fixtures.problems(case))
 
 
+def test_drift_check_reports_a_fingerprint_whose_values_moved(tmp_fixtures):
+    case = BY_NAME["swiglu"]
+    _tamper(tmp_fixtures, case.name, lambda fx: fx.mistakes["swiglu-no_gate"].value.view(-1)[0].add_(100 * case.tol))
+    assert any("mistake fingerprints" in p and "values moved" in p for p in make_fixtures.problems(case))
+
+
 def test_drift_check_reports_an_input_the_seed_does_not_draw(tmp_fixtures):
     _tamper(tmp_fixtures, "linear", lambda fx: fx.kwargs["in_features"].view(-1)[0].add_(1.0))
     assert any("stored inputs differ" in p for p in make_fixtures.problems(BY_NAME["linear"]))
